@@ -1,0 +1,1038 @@
+//! The configuration language: one TOML file describes a machine, the kernel's knobs and
+//! the workloads of a simulation.
+//!
+//! ```toml
+//! seed = 1
+//! duration = "10s"
+//! machine = "dram-pmem-2s"          # a preset name, or a [machine] table (see topology.rs)
+//!
+//! [kernel]
+//! watermark_scale_factor = 10
+//! [kernel.zram]
+//! capacity = "4GiB"
+//!
+//! [[workloads]]
+//! type = "pmbench"
+//! processes = 2
+//! mapsize = "1GiB"
+//! pattern = "normal_ih"
+//! read_ratio = 80
+//! ```
+//!
+//! Parsing is strict: every table denies unknown keys, sizes and durations need units, and
+//! values are range-checked. Errors name the file and the dotted key. Presets and variant
+//! overrides work on the TOML value before it is typed, so `machine.nodes[0].capacity` can
+//! be overridden on top of a preset and the fully resolved config can be written next to
+//! results.
+
+use crate::mempolicy::{MemPolicy, PolicyMode};
+use crate::presets;
+use crate::topology::MachineConfig;
+use crate::units::{Bandwidth, Bytes, NodeId, SimDuration};
+use crate::ConfigError;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// A complete simulation config.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SimConfig {
+    /// Seed of every random stream in the run. Default 1.
+    pub seed: u64,
+    /// Simulated time limit of the run. Default 10 s. The run ends earlier when every
+    /// workload has finished.
+    pub duration: SimDuration,
+    pub machine: MachineConfig,
+    pub kernel: KernelConfig,
+    pub sim: EngineConfig,
+    pub workloads: Vec<WorkloadConfig>,
+}
+
+/// Top-level keys other than machine and workloads.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TopLevel {
+    #[serde(default = "default_seed")]
+    seed: u64,
+    #[serde(default = "default_duration")]
+    duration: SimDuration,
+    #[serde(default)]
+    kernel: KernelConfig,
+    #[serde(default)]
+    sim: EngineConfig,
+    // Parsed separately (preset expansion, tagged workloads); listed so they are not unknown.
+    #[allow(dead_code)]
+    machine: toml::Value,
+    #[allow(dead_code)]
+    #[serde(default)]
+    workloads: Option<toml::Value>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_duration() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+
+/// `[sim]`: how the engine advances time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Timing window: node latencies are re-solved from the previous window's traffic and
+    /// periodic kernel work runs at least this often. Default 1 ms.
+    #[serde(default = "default_tick")]
+    pub tick: SimDuration,
+    /// Interval of the timeline rows. Default 100 ms.
+    #[serde(default = "default_sample")]
+    pub sample_interval: SimDuration,
+}
+
+fn default_tick() -> SimDuration {
+    SimDuration::from_ms(1)
+}
+fn default_sample() -> SimDuration {
+    SimDuration::from_ms(100)
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            tick: default_tick(),
+            sample_interval: default_sample(),
+        }
+    }
+}
+
+/// `[kernel]`: the knobs of the simulated kernel, with the kernel's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelConfig {
+    /// `/proc/sys/vm/watermark_scale_factor`, in 1/10000 of a zone (1..3000). Default 10.
+    #[serde(default = "default_wsf")]
+    pub watermark_scale_factor: u32,
+    /// `/proc/sys/vm/min_free_kbytes`. Default: computed as `calculate_min_free_kbytes` does.
+    #[serde(default)]
+    pub min_free_kbytes: Option<u64>,
+    /// `/sys/kernel/mm/numa/demotion_enabled`: reclaim demotes to the next tier instead of
+    /// swapping. Default false.
+    #[serde(default)]
+    pub demotion_enabled: bool,
+    /// A swap device (`[kernel.swap]`); none by default.
+    #[serde(default)]
+    pub swap: Option<SwapConfig>,
+    /// A zram swap device (`[kernel.zram]`), used before the swap device (higher priority).
+    #[serde(default)]
+    pub zram: Option<ZramConfig>,
+    /// CPU costs of kernel paths.
+    #[serde(default)]
+    pub costs: KernelCosts,
+}
+
+fn default_wsf() -> u32 {
+    10
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            watermark_scale_factor: default_wsf(),
+            min_free_kbytes: None,
+            demotion_enabled: false,
+            swap: None,
+            zram: None,
+            costs: KernelCosts::default(),
+        }
+    }
+}
+
+/// A block swap device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwapConfig {
+    /// Size of the swap area.
+    pub capacity: Bytes,
+    /// Latency of reading one page back (a major fault). Default 80 us (NVMe).
+    #[serde(default = "default_swap_read")]
+    pub read_latency: SimDuration,
+    /// Sustained write bandwidth for swap-out. Default 1 GB/s.
+    #[serde(default = "default_swap_write_bw")]
+    pub write_bandwidth: Bandwidth,
+}
+
+fn default_swap_read() -> SimDuration {
+    SimDuration::from_us(80)
+}
+fn default_swap_write_bw() -> Bandwidth {
+    Bandwidth::from_gb_per_s(1.0)
+}
+
+/// A zram device: compressed swap in RAM.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZramConfig {
+    /// `disksize`: uncompressed capacity.
+    pub capacity: Bytes,
+    /// Uncompressed / compressed size. Default 3.0 (lzo-rle on typical anonymous memory).
+    #[serde(default = "default_ratio")]
+    pub compression_ratio: f64,
+    /// CPU time to compress one page on swap-out. Default 4 us.
+    #[serde(default = "default_compress")]
+    pub compress_cost: SimDuration,
+    /// CPU time to decompress one page on swap-in. Default 1.5 us.
+    #[serde(default = "default_decompress")]
+    pub decompress_cost: SimDuration,
+}
+
+fn default_ratio() -> f64 {
+    3.0
+}
+fn default_compress() -> SimDuration {
+    SimDuration::from_us(4)
+}
+fn default_decompress() -> SimDuration {
+    SimDuration::from_ns(1500)
+}
+
+/// CPU costs of kernel paths (assumptions, documented in docs/model.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCosts {
+    /// First-touch anonymous fault: trap, allocation and zeroing. Default 1 us.
+    #[serde(default = "default_anon_fault")]
+    pub anon_fault: SimDuration,
+    /// Fixed overhead of a swap-in fault, on top of the device or decompression time. Default 2 us.
+    #[serde(default = "default_swapin")]
+    pub swapin_fault: SimDuration,
+    /// Reclaim: per page scanned on an LRU list (rmap walk, accessed-bit check). Default 150 ns.
+    #[serde(default = "default_scan")]
+    pub reclaim_scan_page: SimDuration,
+    /// Reclaim: per page unmapped and freed (TLB flush, swap entry). Default 1 us.
+    #[serde(default = "default_unmap")]
+    pub reclaim_unmap_page: SimDuration,
+    /// Migration of one page (demotion/promotion): unmap, copy, remap. Default 2 us, plus
+    /// the copy traffic charged to both nodes.
+    #[serde(default = "default_migrate")]
+    pub migrate_page: SimDuration,
+}
+
+fn default_anon_fault() -> SimDuration {
+    SimDuration::from_us(1)
+}
+fn default_swapin() -> SimDuration {
+    SimDuration::from_us(2)
+}
+fn default_scan() -> SimDuration {
+    SimDuration::from_ns(150)
+}
+fn default_unmap() -> SimDuration {
+    SimDuration::from_us(1)
+}
+fn default_migrate() -> SimDuration {
+    SimDuration::from_us(2)
+}
+
+impl Default for KernelCosts {
+    fn default() -> Self {
+        KernelCosts {
+            anon_fault: default_anon_fault(),
+            swapin_fault: default_swapin(),
+            reclaim_scan_page: default_scan(),
+            reclaim_unmap_page: default_unmap(),
+            migrate_page: default_migrate(),
+        }
+    }
+}
+
+/// One workload (`[[workloads]]`, selected by `type`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum WorkloadConfig {
+    Pmbench(PmbenchConfig),
+    Stream(StreamConfig),
+    Mlc(MlcConfig),
+}
+
+impl WorkloadConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkloadConfig::Pmbench(_) => "pmbench",
+            WorkloadConfig::Stream(_) => "stream",
+            WorkloadConfig::Mlc(_) => "mlc",
+        }
+    }
+}
+
+/// pmbench access patterns (`-p`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PmbenchPattern {
+    Uniform,
+    NormalIh,
+    Normal,
+    Pareto,
+    Linear,
+}
+
+/// pmbench (`workload-models.md` §1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PmbenchConfig {
+    /// Name in reports. Default `pmbench<i>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Independent processes (each its own address space). Default 1.
+    #[serde(default = "one")]
+    pub processes: u32,
+    /// Threads per process (`-j`). Default 1.
+    #[serde(default = "one")]
+    pub threads: u32,
+    /// `-m`: mapped size per process. Default 256 MiB.
+    #[serde(default = "default_mapsize")]
+    pub mapsize: Bytes,
+    /// `-s`: accessed prefix of the map. Default: the whole map.
+    #[serde(default)]
+    pub setsize: Option<Bytes>,
+    /// `-p`. Default uniform.
+    #[serde(default = "default_pattern")]
+    pub pattern: PmbenchPattern,
+    /// `-e`: σ in pages for `normal`, α for `pareto`. Default 1.00001 (normal) / 1.161 (pareto).
+    #[serde(default)]
+    pub shape: Option<f64>,
+    /// Stride in pages for `linear`. Default 1.
+    #[serde(default = "one_u64")]
+    pub stride: u64,
+    /// `-r`: read percentage 0..100. Default 50.
+    #[serde(default = "default_ratio_pct")]
+    pub read_ratio: u32,
+    /// `-i`: write the whole map sequentially before the run. Default false.
+    #[serde(default)]
+    pub initialize: bool,
+    /// `-c`: no warm-up. Default false (warm-up draws run first, untimed).
+    #[serde(default)]
+    pub cold: bool,
+    /// Benchmark run length. Default: until the simulation ends.
+    #[serde(default)]
+    pub duration: Option<SimDuration>,
+    /// CPU nodes the processes run on, round-robin. Default: the first node with CPUs.
+    #[serde(default)]
+    pub cpu_nodes: Vec<NodeId>,
+    /// Task memory policy of each process. Default: local.
+    #[serde(default)]
+    pub policy: MemPolicy,
+    /// CPU time per access (pattern + timer). Default: `machine.cpu_per_access`.
+    #[serde(default)]
+    pub cpu_per_access: Option<SimDuration>,
+    /// Start time of the workload. Default 0.
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_u64() -> u64 {
+    1
+}
+fn default_mapsize() -> Bytes {
+    Bytes::mib(256)
+}
+fn default_pattern() -> PmbenchPattern {
+    PmbenchPattern::Uniform
+}
+fn default_ratio_pct() -> u32 {
+    50
+}
+
+/// STREAM (`workload-models.md` §2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `STREAM_ARRAY_SIZE`: elements (doubles) per array. Default 10,000,000.
+    #[serde(default = "default_stream_n")]
+    pub array_elements: u64,
+    /// OpenMP threads. Default 1.
+    #[serde(default = "one")]
+    pub threads: u32,
+    /// `NTIMES`. Default 10.
+    #[serde(default = "default_ntimes")]
+    pub ntimes: u32,
+    /// CPU node the threads run on. Default: the first node with CPUs.
+    #[serde(default)]
+    pub cpu_node: Option<NodeId>,
+    /// Task memory policy. Default: local.
+    #[serde(default)]
+    pub policy: MemPolicy,
+    /// Lines in flight per thread (memory-level parallelism). Default 12.
+    #[serde(default = "default_mlp")]
+    pub mlp: u32,
+    /// Non-temporal stores (no RFO read for destination lines). Default false.
+    #[serde(default)]
+    pub nt_stores: bool,
+    /// CPU time per cache line processed. Default 1 ns.
+    #[serde(default = "default_cpu_line")]
+    pub cpu_per_line: SimDuration,
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+fn default_stream_n() -> u64 {
+    10_000_000
+}
+fn default_ntimes() -> u32 {
+    10
+}
+fn default_mlp() -> u32 {
+    12
+}
+fn default_cpu_line() -> SimDuration {
+    SimDuration::from_ns(1)
+}
+
+/// MLC traffic types (`-R`, `-Wn`), `workload-models.md` §3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MlcTraffic {
+    R,
+    W2,
+    W3,
+    W5,
+    W6,
+    W7,
+    W8,
+    W10,
+    W11,
+}
+
+/// Intel MLC-style loaded-latency / bandwidth generator (`workload-models.md` §3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlcConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Traffic type. Default R (reads only).
+    #[serde(default = "default_traffic")]
+    pub traffic: MlcTraffic,
+    /// Bandwidth-generating threads. Default 8.
+    #[serde(default = "default_bw_threads")]
+    pub bw_threads: u32,
+    /// Inject delay between requests, in CPU cycles (`-d`). Default 0.
+    #[serde(default)]
+    pub delay_cycles: u64,
+    /// CPU clock for the delay. Default 2.5 GHz.
+    #[serde(default = "default_ghz")]
+    pub cpu_ghz: f64,
+    /// Private buffer per bandwidth thread (`-b`). Default 100,000 KiB.
+    #[serde(default = "default_mlc_buf")]
+    pub buffer: Bytes,
+    /// Lines in flight per bandwidth thread. Default 12.
+    #[serde(default = "default_mlp")]
+    pub mlp: u32,
+    /// Run the dependent-load latency thread (`-T` turns it off). Default true.
+    #[serde(default = "yes")]
+    pub latency_thread: bool,
+    /// Buffer of the latency thread. Default 200 MB.
+    #[serde(default = "default_lat_buf")]
+    pub latency_buffer: Bytes,
+    /// CPU node of all threads. Default: the first node with CPUs.
+    #[serde(default)]
+    pub cpu_node: Option<NodeId>,
+    /// Memory policy of the buffers. Default: local.
+    #[serde(default)]
+    pub policy: MemPolicy,
+    /// Measurement length after the buffers are initialised. Default: until the end.
+    #[serde(default)]
+    pub duration: Option<SimDuration>,
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+fn default_traffic() -> MlcTraffic {
+    MlcTraffic::R
+}
+fn default_bw_threads() -> u32 {
+    8
+}
+fn default_ghz() -> f64 {
+    2.5
+}
+fn default_mlc_buf() -> Bytes {
+    Bytes(100_000 * 1024)
+}
+fn default_lat_buf() -> Bytes {
+    Bytes(200_000_000)
+}
+fn yes() -> bool {
+    true
+}
+
+// ---------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------
+
+impl SimConfig {
+    /// Parse and validate a config from TOML text. `origin` names the file in errors.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<SimConfig, ConfigError> {
+        let value = resolve_toml(text, origin)?;
+        SimConfig::from_value(&value, origin)
+    }
+
+    /// Read, parse and validate a config file.
+    pub fn from_file(path: &std::path::Path) -> Result<(SimConfig, toml::Value), ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: Some(origin.clone()),
+            key: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let value = resolve_toml(&text, &origin)?;
+        let cfg = SimConfig::from_value(&value, &origin)?;
+        Ok((cfg, value))
+    }
+
+    /// Type and validate a resolved TOML value (presets already expanded).
+    pub fn from_value(value: &toml::Value, origin: &str) -> Result<SimConfig, ConfigError> {
+        let top: TopLevel = typed(value.clone(), "").map_err(|e| e.in_file(origin))?;
+        let machine_v = value.get("machine").ok_or_else(|| {
+            ConfigError::invalid(
+                "machine",
+                "missing: name a preset (machine = \"small\") or give a [machine] table",
+            )
+            .in_file(origin)
+        })?;
+        let machine: MachineConfig =
+            typed(machine_v.clone(), "machine").map_err(|e| e.in_file(origin))?;
+        let mut workloads = Vec::new();
+        if let Some(ws) = value.get("workloads") {
+            let arr = ws.as_array().ok_or_else(|| {
+                ConfigError::invalid("workloads", "must be an array of tables ([[workloads]])")
+                    .in_file(origin)
+            })?;
+            for (i, w) in arr.iter().enumerate() {
+                workloads.push(parse_workload(w, i).map_err(|e| e.in_file(origin))?);
+            }
+        }
+        let cfg = SimConfig {
+            seed: top.seed,
+            duration: top.duration,
+            machine,
+            kernel: top.kernel,
+            sim: top.sim,
+            workloads,
+        };
+        cfg.validate().map_err(|e| e.in_file(origin))?;
+        Ok(cfg)
+    }
+
+    /// Cross-field checks that serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let topo = crate::topology::Topology::new(&self.machine)?;
+        let n = topo.nr_nodes();
+        if self.duration.0 == 0 {
+            return Err(ConfigError::invalid("duration", "must be positive"));
+        }
+        let k = &self.kernel;
+        if !(1..=3000).contains(&k.watermark_scale_factor) {
+            return Err(ConfigError::invalid(
+                "kernel.watermark_scale_factor",
+                format!("must be within 1..3000 (got {})", k.watermark_scale_factor),
+            ));
+        }
+        if let Some(m) = k.min_free_kbytes {
+            if m < 128 {
+                return Err(ConfigError::invalid(
+                    "kernel.min_free_kbytes",
+                    "must be at least 128",
+                ));
+            }
+        }
+        if let Some(z) = &k.zram {
+            if !(z.compression_ratio >= 1.0 && z.compression_ratio <= 64.0) {
+                return Err(ConfigError::invalid(
+                    "kernel.zram.compression_ratio",
+                    "must be within 1.0..64.0",
+                ));
+            }
+        }
+        let tick = self.sim.tick;
+        if tick < SimDuration::from_us(10) || tick > SimDuration::from_ms(100) {
+            return Err(ConfigError::invalid(
+                "sim.tick",
+                "must be within 10us..100ms",
+            ));
+        }
+        if self.sim.sample_interval < tick {
+            return Err(ConfigError::invalid(
+                "sim.sample_interval",
+                "must be at least sim.tick",
+            ));
+        }
+        let check_node = |key: String, id: NodeId, need_cpus: bool| -> Result<(), ConfigError> {
+            if id.idx() >= n {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!(
+                        "node {} does not exist (the machine has nodes 0..{})",
+                        id.0,
+                        n - 1
+                    ),
+                ));
+            }
+            if need_cpus && !topo.nodes[id.idx()].has_cpus() {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("node {} has no CPUs to run threads on", id.0),
+                ));
+            }
+            Ok(())
+        };
+        let check_policy = |key: String, p: &MemPolicy| -> Result<(), ConfigError> {
+            p.validate(n)
+                .map_err(|m| ConfigError::invalid(key.clone(), m))?;
+            match p.mode {
+                PolicyMode::Default
+                | PolicyMode::Local
+                | PolicyMode::Bind
+                | PolicyMode::Preferred => Ok(()),
+                other => Err(ConfigError::invalid(
+                    format!("{key}.mode"),
+                    format!("policy {other:?} is not modelled by the simulator yet"),
+                )),
+            }
+        };
+        for (i, w) in self.workloads.iter().enumerate() {
+            let key = |f: &str| format!("workloads[{i}].{f}");
+            match w {
+                WorkloadConfig::Pmbench(p) => {
+                    if p.processes == 0 || p.processes > 4096 {
+                        return Err(ConfigError::invalid(
+                            key("processes"),
+                            "must be within 1..4096",
+                        ));
+                    }
+                    if p.threads == 0 || p.threads > 1024 {
+                        return Err(ConfigError::invalid(
+                            key("threads"),
+                            "must be within 1..1024",
+                        ));
+                    }
+                    if p.mapsize.0 < crate::units::PAGE_SIZE {
+                        return Err(ConfigError::invalid(
+                            key("mapsize"),
+                            "must be at least one page (4096)",
+                        ));
+                    }
+                    if p.mapsize.pages_ceil().0 > u32::MAX as u64 / 2 {
+                        return Err(ConfigError::invalid(
+                            key("mapsize"),
+                            "is too large (at most 8TiB)",
+                        ));
+                    }
+                    if let Some(s) = p.setsize {
+                        if s > p.mapsize || s.0 < crate::units::PAGE_SIZE {
+                            return Err(ConfigError::invalid(
+                                key("setsize"),
+                                "must be between one page and mapsize",
+                            ));
+                        }
+                    }
+                    if p.read_ratio > 100 {
+                        return Err(ConfigError::invalid(
+                            key("read_ratio"),
+                            format!("is a percentage 0..100 (got {})", p.read_ratio),
+                        ));
+                    }
+                    if let Some(s) = p.shape {
+                        if !(s > 0.0 && s.is_finite()) {
+                            return Err(ConfigError::invalid(key("shape"), "must be positive"));
+                        }
+                    }
+                    if p.stride == 0 {
+                        return Err(ConfigError::invalid(key("stride"), "must be positive"));
+                    }
+                    for (j, c) in p.cpu_nodes.iter().enumerate() {
+                        check_node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
+                    }
+                    check_policy(key("policy"), &p.policy)?;
+                }
+                WorkloadConfig::Stream(s) => {
+                    if s.array_elements < 512 {
+                        return Err(ConfigError::invalid(
+                            key("array_elements"),
+                            "must be at least 512 (one page)",
+                        ));
+                    }
+                    if s.array_elements > (1u64 << 36) {
+                        return Err(ConfigError::invalid(key("array_elements"), "is too large"));
+                    }
+                    if s.threads == 0 || s.threads > 1024 {
+                        return Err(ConfigError::invalid(
+                            key("threads"),
+                            "must be within 1..1024",
+                        ));
+                    }
+                    if s.ntimes < 2 {
+                        return Err(ConfigError::invalid(
+                            key("ntimes"),
+                            "must be at least 2 (the first iteration is discarded)",
+                        ));
+                    }
+                    if s.mlp == 0 || s.mlp > 256 {
+                        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
+                    }
+                    if let Some(c) = s.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                    check_policy(key("policy"), &s.policy)?;
+                }
+                WorkloadConfig::Mlc(m) => {
+                    if m.bw_threads > 1024 {
+                        return Err(ConfigError::invalid(
+                            key("bw_threads"),
+                            "must be at most 1024",
+                        ));
+                    }
+                    if m.bw_threads == 0 && !m.latency_thread {
+                        return Err(ConfigError::invalid(
+                            key("bw_threads"),
+                            "no threads: set bw_threads > 0 or latency_thread = true",
+                        ));
+                    }
+                    if !(m.cpu_ghz > 0.1 && m.cpu_ghz < 10.0) {
+                        return Err(ConfigError::invalid(
+                            key("cpu_ghz"),
+                            "must be within 0.1..10",
+                        ));
+                    }
+                    if m.mlp == 0 || m.mlp > 256 {
+                        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
+                    }
+                    if m.buffer.0 < crate::units::PAGE_SIZE
+                        || m.latency_buffer.0 < crate::units::PAGE_SIZE
+                    {
+                        return Err(ConfigError::invalid(
+                            key("buffer"),
+                            "buffers must be at least one page",
+                        ));
+                    }
+                    if let Some(c) = m.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                    check_policy(key("policy"), &m.policy)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigError> {
+    let prefix = format!("workloads[{i}]");
+    let table = v
+        .as_table()
+        .ok_or_else(|| ConfigError::invalid(prefix.clone(), "must be a table"))?;
+    let ty = table.get("type").and_then(|t| t.as_str()).ok_or_else(|| {
+        ConfigError::invalid(
+            format!("{prefix}.type"),
+            "missing: one of \"pmbench\", \"stream\", \"mlc\"",
+        )
+    })?;
+    let mut rest = table.clone();
+    rest.remove("type");
+    let rest = toml::Value::Table(rest);
+    Ok(match ty {
+        "pmbench" => WorkloadConfig::Pmbench(typed(rest, &prefix)?),
+        "stream" => WorkloadConfig::Stream(typed(rest, &prefix)?),
+        "mlc" => WorkloadConfig::Mlc(typed(rest, &prefix)?),
+        other => {
+            return Err(ConfigError::invalid(
+                format!("{prefix}.type"),
+                format!(
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\" or \"mlc\""
+                ),
+            ))
+        }
+    })
+}
+
+/// Deserialize `value` into `T`, reporting the dotted key path of any error under `prefix`.
+pub fn typed<T: DeserializeOwned>(value: toml::Value, prefix: &str) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let key = match (prefix.is_empty(), inner == ".") {
+            (true, _) => {
+                if inner == "." {
+                    String::new()
+                } else {
+                    inner
+                }
+            }
+            (false, true) => prefix.to_string(),
+            (false, false) => format!("{prefix}.{inner}"),
+        };
+        let key = key.replace(".[", "[");
+        ConfigError::invalid(key, e.into_inner().to_string())
+    })
+}
+
+/// Parse TOML text and expand presets (`machine = "name"` or `[machine] preset = "name"`
+/// with overriding keys). The result is the resolved config value.
+pub fn resolve_toml(text: &str, origin: &str) -> Result<toml::Value, ConfigError> {
+    let mut value: toml::Value = toml::from_str(text).map_err(|e| {
+        let (line, col) = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                (
+                    before.matches('\n').count() + 1,
+                    before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+                )
+            })
+            .unwrap_or((0, 0));
+        ConfigError {
+            file: Some(origin.to_string()),
+            key: String::new(),
+            message: format!(
+                "TOML syntax error at line {line}, column {col}: {}",
+                e.message()
+            ),
+        }
+    })?;
+    expand_machine_preset(&mut value).map_err(|e| e.in_file(origin))?;
+    Ok(value)
+}
+
+fn expand_machine_preset(value: &mut toml::Value) -> Result<(), ConfigError> {
+    let Some(table) = value.as_table_mut() else {
+        return Err(ConfigError::invalid("", "the config must be a TOML table"));
+    };
+    let Some(machine) = table.get_mut("machine") else {
+        return Ok(());
+    };
+    let (name, overrides) = match machine {
+        toml::Value::String(s) => (s.clone(), None),
+        toml::Value::Table(t) => match t.remove("preset") {
+            Some(toml::Value::String(s)) => (s, Some(t.clone())),
+            Some(_) => {
+                return Err(ConfigError::invalid(
+                    "machine.preset",
+                    "must be a preset name (string)",
+                ))
+            }
+            None => return Ok(()),
+        },
+        _ => {
+            return Err(ConfigError::invalid(
+                "machine",
+                "must be a preset name or a [machine] table",
+            ))
+        }
+    };
+    let mut base = presets::machine_value(&name).ok_or_else(|| {
+        ConfigError::invalid(
+            "machine",
+            format!(
+                "unknown machine preset {name:?}; available: {}",
+                presets::machine_names().join(", ")
+            ),
+        )
+    })?;
+    if let Some(over) = overrides {
+        merge(&mut base, toml::Value::Table(over));
+    }
+    *machine = base;
+    Ok(())
+}
+
+/// Deep-merge `over` into `base`: tables merge key by key, everything else replaces.
+pub fn merge(base: &mut toml::Value, over: toml::Value) {
+    match (base, over) {
+        (toml::Value::Table(b), toml::Value::Table(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+/// Set a value at a dotted path such as `kernel.watermark_scale_factor` or
+/// `workloads[0].policy.nodes` (used by experiment variants and sweeps). Intermediate
+/// tables are created; array indices must exist.
+pub fn set_path(value: &mut toml::Value, path: &str, new: toml::Value) -> Result<(), ConfigError> {
+    let mut cur = value;
+    let parts = split_path(path).map_err(|m| ConfigError::invalid(path, m))?;
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        match part {
+            PathPart::Key(k) => {
+                let t = cur.as_table_mut().ok_or_else(|| {
+                    ConfigError::invalid(path, format!("`{k}` is not inside a table"))
+                })?;
+                if last {
+                    t.insert(k.clone(), new);
+                    return Ok(());
+                }
+                cur = t
+                    .entry(k.clone())
+                    .or_insert_with(|| toml::Value::Table(Default::default()));
+            }
+            PathPart::Index(idx) => {
+                let a = cur.as_array_mut().ok_or_else(|| {
+                    ConfigError::invalid(path, "indexing something that is not an array")
+                })?;
+                let len = a.len();
+                let slot = a.get_mut(*idx).ok_or_else(|| {
+                    ConfigError::invalid(
+                        path,
+                        format!("index {idx} is out of range (length {len})"),
+                    )
+                })?;
+                if last {
+                    *slot = new;
+                    return Ok(());
+                }
+                cur = slot;
+            }
+        }
+    }
+    Err(ConfigError::invalid(path, "empty path"))
+}
+
+enum PathPart {
+    Key(String),
+    Index(usize),
+}
+
+fn split_path(path: &str) -> Result<Vec<PathPart>, String> {
+    let mut out = Vec::new();
+    for seg in path.split('.') {
+        let (key, mut rest) = match seg.find('[') {
+            Some(p) => (&seg[..p], &seg[p..]),
+            None => (seg, ""),
+        };
+        if key.is_empty() && out.is_empty() {
+            return Err("a path must start with a key".into());
+        }
+        if !key.is_empty() {
+            out.push(PathPart::Key(key.to_string()));
+        }
+        while let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']').ok_or("unclosed [")?;
+            let idx: usize = r[..end]
+                .parse()
+                .map_err(|_| format!("bad index {:?}", &r[..end]))?;
+            out.push(PathPart::Index(idx));
+            rest = &r[end + 1..];
+        }
+        if !rest.is_empty() {
+            return Err(format!("unexpected {rest:?}"));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<SimConfig, ConfigError> {
+        SimConfig::from_toml_str(s, "test.toml")
+    }
+
+    #[test]
+    fn minimal_config_uses_defaults() {
+        let c = parse("machine = \"small\"\n[[workloads]]\ntype = \"pmbench\"\n").unwrap();
+        assert_eq!(c.seed, 1);
+        assert_eq!(c.kernel.watermark_scale_factor, 10);
+        assert_eq!(c.workloads.len(), 1);
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_key() {
+        let e = parse("machine = \"small\"\n[kernel]\nwatermark_scale_factr = 10\n").unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("test.toml: "), "{s}");
+        assert!(s.contains("watermark_scale_factr"), "{s}");
+        let e =
+            parse("machine = \"small\"\n[[workloads]]\ntype = \"pmbench\"\nmapsiz = \"1GiB\"\n")
+                .unwrap_err();
+        assert!(e.to_string().contains("workloads[0]"), "{e}");
+        assert!(e.to_string().contains("mapsiz"), "{e}");
+    }
+
+    #[test]
+    fn wrong_unit_names_key() {
+        let e = parse(
+            "machine = \"small\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"1 parsec\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "workloads[0].mapsize");
+        let e = parse("machine = \"small\"\nduration = 10\n").unwrap_err();
+        assert_eq!(e.key, "duration");
+        assert!(e.message.contains("unit"));
+    }
+
+    #[test]
+    fn negative_size_is_rejected() {
+        let e = parse("machine = \"small\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = -4096\n")
+            .unwrap_err();
+        assert_eq!(e.key, "workloads[0].mapsize");
+        assert!(e.message.contains("negative"), "{e}");
+    }
+
+    #[test]
+    fn missing_node_is_rejected() {
+        let e = parse("machine = \"small\"\n[[workloads]]\ntype = \"pmbench\"\ncpu_nodes = [7]\n")
+            .unwrap_err();
+        assert_eq!(e.key, "workloads[0].cpu_nodes[0]");
+        let e = parse("machine = \"small\"\n[[workloads]]\ntype = \"stream\"\npolicy = { mode = \"bind\", nodes = [5] }\n").unwrap_err();
+        assert_eq!(e.key, "workloads[0].policy");
+        assert!(e.message.contains("does not exist"));
+    }
+
+    #[test]
+    fn preset_with_override() {
+        let c = parse("[machine]\npreset = \"small\"\nname = \"mine\"\n").unwrap();
+        assert_eq!(c.machine.name, "mine");
+        let e = parse("machine = \"nope\"\n").unwrap_err();
+        assert!(e.message.contains("available"));
+    }
+
+    #[test]
+    fn set_path_overrides_nested_values() {
+        let mut v = resolve_toml(
+            "machine = \"small\"\n[[workloads]]\ntype = \"pmbench\"\n",
+            "t",
+        )
+        .unwrap();
+        set_path(&mut v, "workloads[0].read_ratio", toml::Value::Integer(80)).unwrap();
+        set_path(
+            &mut v,
+            "machine.nodes[1].capacity",
+            toml::Value::String("2GiB".into()),
+        )
+        .unwrap();
+        set_path(
+            &mut v,
+            "kernel.demotion_enabled",
+            toml::Value::Boolean(true),
+        )
+        .unwrap();
+        let c = SimConfig::from_value(&v, "t").unwrap();
+        assert!(c.kernel.demotion_enabled);
+        assert_eq!(c.machine.nodes[1].capacity, Bytes::gib(2));
+        assert!(set_path(&mut v, "workloads[3].x", toml::Value::Integer(1)).is_err());
+    }
+
+    #[test]
+    fn syntax_error_has_line() {
+        let e = parse("machine = \"small\"\n[kernel\n").unwrap_err();
+        assert!(e.message.contains("line 2"), "{e}");
+    }
+}

@@ -1,0 +1,72 @@
+//! tiermem-core: the vocabulary shared by the simulator and the live agent.
+//!
+//! * [`units`]: sizes, bandwidths, simulated time and node ids as types;
+//! * [`topology`]: the machine (nodes, SLIT distances), memory tiers computed as
+//!   `mm/memory-tiers.c` does, demotion targets and allocation fallback order;
+//! * [`timing`]: the loaded-latency curve of a memory node;
+//! * [`mempolicy`]: memory policies (`set_mempolicy`/`mbind` modes);
+//! * [`config`]: the TOML configuration language (machine, kernel knobs, workloads),
+//!   parsed strictly: unknown keys, wrong units and impossible values are errors naming
+//!   the file and key.
+//!
+//! Pure logic: no I/O besides reading a config file, time is always passed in.
+//!
+//! ```
+//! use tiermem_core::config::SimConfig;
+//! let cfg = SimConfig::from_toml_str(r#"
+//!     machine = "small"
+//!     [[workloads]]
+//!     type = "pmbench"
+//!     mapsize = "256MiB"
+//! "#, "example.toml").unwrap();
+//! let topo = tiermem_core::topology::Topology::new(&cfg.machine).unwrap();
+//! assert_eq!(topo.nr_nodes(), 2);
+//! ```
+
+pub mod config;
+pub mod mempolicy;
+pub mod presets;
+pub mod timing;
+pub mod topology;
+pub mod units;
+
+use std::fmt;
+
+/// A configuration problem: where (file and key) and what.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigError {
+    /// The file the value came from, when known.
+    pub file: Option<String>,
+    /// Dotted path of the offending key (`machine.nodes[1].capacity`), empty for the whole file.
+    pub key: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn invalid(key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            file: None,
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+    /// Attach the file name if none is set yet.
+    pub fn in_file(mut self, file: &str) -> Self {
+        if self.file.is_none() {
+            self.file = Some(file.to_string());
+        }
+        self
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}: ")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, "key `{}`: ", self.key)?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
