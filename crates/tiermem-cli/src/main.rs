@@ -1,1 +1,496 @@
-fn main() {}
+//! `tiermem`: the command-line front of tiermem.
+//!
+//! Thin by design: parse arguments, load and validate configs, call the libraries,
+//! present results. Exit codes: 0 success, 1 runtime failure (e.g. an output directory
+//! that cannot be written), 2 bad input (arguments, config, experiment file).
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+use tiermem_core::config::SimConfig;
+use tiermem_core::ConfigError;
+use tiermem_sim::engine::{Progress, Simulation};
+use tiermem_sim::experiment;
+
+#[derive(Parser)]
+#[command(
+    name = "tiermem",
+    version,
+    about = "Tiered and heterogeneous memory: simulate Linux's tiering mechanisms and manage real hosts"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+    /// Log filter (e.g. `info`, `tiermem_sim=debug`); logs go to stderr.
+    #[arg(long, global = true, default_value = "warn")]
+    log: String,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one simulation from a TOML config.
+    Sim {
+        /// The config file.
+        config: PathBuf,
+        /// Output directory for summary.json, timeline.csv and run.json.
+        #[arg(long)]
+        out: PathBuf,
+        /// Override the config's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override the simulated duration, in seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+    /// Run a named or file-defined experiment and write results.json, report.md and plots.
+    Experiment {
+        /// A built-in name (see --list) or an experiment TOML file.
+        name: Option<String>,
+        /// Output directory (with --all: one subdirectory per experiment).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// List the built-in experiments.
+        #[arg(long)]
+        list: bool,
+        /// Run every built-in experiment.
+        #[arg(long)]
+        all: bool,
+        /// Do not render PNG plots (they need the tiermem Python package).
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Measure simulator speed and memory: pmbench normal_ih over simulated memory on a 2-node machine.
+    Bench {
+        /// Simulated memory footprint of the single pmbench process.
+        #[arg(long, default_value = "16GiB")]
+        size: String,
+        /// Simulated seconds to run.
+        #[arg(long, default_value_t = 30.0)]
+        duration: f64,
+    },
+    /// List the machine presets, or print one as TOML.
+    Presets { name: Option<String> },
+}
+
+/// An error with the exit code it maps to.
+struct Failure {
+    code: u8,
+    err: anyhow::Error,
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(err: anyhow::Error) -> Self {
+        Failure { code: 1, err }
+    }
+}
+
+fn input(err: impl std::fmt::Display) -> Failure {
+    Failure {
+        code: 2,
+        err: anyhow::anyhow!("{err}"),
+    }
+}
+
+fn sim_failure(e: tiermem_sim::SimError) -> Failure {
+    if e.is_input_error() {
+        input(e)
+    } else {
+        Failure {
+            code: 1,
+            err: anyhow::anyhow!("{e}"),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let r = match cli.cmd {
+        Cmd::Sim {
+            config,
+            out,
+            seed,
+            duration,
+        } => cmd_sim(&config, &out, seed, duration),
+        Cmd::Experiment {
+            name,
+            out,
+            list,
+            all,
+            no_plots,
+        } => cmd_experiment(name, out, list, all, no_plots),
+        Cmd::Bench { size, duration } => cmd_bench(&size, duration),
+        Cmd::Presets { name } => cmd_presets(name),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("tiermem: error: {:#}", f.err);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn progress_bar(len: u64, what: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:40}] {percent}% ({elapsed}, eta {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    Some(pb)
+}
+
+fn write_file(path: &Path, body: &str) -> Result<(), Failure> {
+    std::fs::write(path, body)
+        .with_context(|| format!("cannot write {}", path.display()))
+        .map_err(Failure::from)
+}
+
+fn cmd_sim(
+    config: &Path,
+    out: &Path,
+    seed: Option<u64>,
+    duration: Option<f64>,
+) -> Result<(), Failure> {
+    let (mut cfg, value) = SimConfig::from_file(config).map_err(input)?;
+    tiermem_sim::apply_overrides(&mut cfg, seed, duration).map_err(sim_failure)?;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
+    let pb = progress_bar(1000, &format!("simulating {}", config.display()));
+    let t0 = Instant::now();
+    let res = sim
+        .run(&mut |p: Progress| {
+            if let Some(pb) = &pb {
+                pb.set_position((p.fraction * 1000.0) as u64);
+            }
+        })
+        .map_err(sim_failure)?;
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let s = &res.summary;
+    write_file(
+        &out.join("summary.json"),
+        &serde_json::to_string_pretty(s).expect("summary serialises"),
+    )?;
+    write_file(&out.join("timeline.csv"), &res.timeline_csv)?;
+    let run = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "config_file": config.display().to_string(),
+        "seed": cfg.seed,
+        "wall_seconds": wall,
+        "simulated_accesses_per_wall_second": s.accesses as f64 / wall.max(1e-9),
+        "host_table_bytes": res.host_table_bytes,
+        "resolved_config": value,
+        "effective_config": cfg,
+    });
+    write_file(
+        &out.join("run.json"),
+        &serde_json::to_string_pretty(&run).expect("run serialises"),
+    )?;
+    print_summary(s, wall);
+    println!("results in {}", out.display());
+    Ok(())
+}
+
+fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
+    println!(
+        "machine {}  seed {}  simulated {:.3} s in {:.2} s wall",
+        s.machine, s.seed, s.sim_seconds, wall
+    );
+    println!(
+        "accesses {}  throughput {:.3e}/s  mean latency {:.1} ns  ({:.1} M simulated accesses per wall second)",
+        s.accesses,
+        s.throughput_accesses_per_s,
+        s.mean_latency_ns,
+        s.accesses as f64 / wall.max(1e-9) / 1e6
+    );
+    println!(
+        "{:<6} {:>5} {:>6} {:>12} {:>12} {:>12} {:>10}",
+        "node", "tier", "kind", "capacity", "used", "free", "bw GB/s"
+    );
+    for n in &s.nodes {
+        println!(
+            "{:<6} {:>5} {:>6} {:>12} {:>12} {:>12} {:>10.2}",
+            format!("node{}", n.id),
+            n.tier,
+            n.kind,
+            tiermem_core::units::Bytes(n.capacity_bytes).to_string(),
+            tiermem_core::units::Bytes(n.used_bytes).to_string(),
+            tiermem_core::units::Bytes(n.free_bytes).to_string(),
+            n.mean_bandwidth_bytes_per_s / 1e9
+        );
+    }
+    for w in &s.workloads {
+        match w {
+            tiermem_sim::workload::WorkloadResult::Pmbench { name, score_accesses_per_s, mean_access_ns, .. } => {
+                println!("{name}: pmbench score {score_accesses_per_s:.4e} accesses/s, mean access {mean_access_ns:.1} ns")
+            }
+            tiermem_sim::workload::WorkloadResult::Stream { name, copy_mbps, scale_mbps, add_mbps, triad_mbps, complete, .. } => println!(
+                "{name}: STREAM copy {copy_mbps:.1} scale {scale_mbps:.1} add {add_mbps:.1} triad {triad_mbps:.1} MB/s{}",
+                if *complete { "" } else { " (incomplete: raise duration)" }
+            ),
+            tiermem_sim::workload::WorkloadResult::Mlc { name, bandwidth_mbps, latency_ns, .. } => {
+                println!("{name}: MLC {bandwidth_mbps:.1} MB/s at {latency_ns:.1} ns")
+            }
+        }
+    }
+    let interesting = [
+        "pgfault",
+        "pgmajfault",
+        "pgscan_kswapd",
+        "pgsteal_kswapd",
+        "pgsteal_direct",
+        "pgdemote_kswapd",
+        "pgdemote_direct",
+        "pswpout",
+        "pswpin",
+        "oom_kill",
+    ];
+    let line: Vec<String> = interesting
+        .iter()
+        .filter_map(|k| {
+            s.vmstat
+                .get(*k)
+                .filter(|v| **v > 0)
+                .map(|v| format!("{k} {v}"))
+        })
+        .collect();
+    if !line.is_empty() {
+        println!("vmstat: {}", line.join("  "));
+    }
+}
+
+fn cmd_experiment(
+    name: Option<String>,
+    out: Option<PathBuf>,
+    list: bool,
+    all: bool,
+    no_plots: bool,
+) -> Result<(), Failure> {
+    if list {
+        for (n, d) in experiment::builtins() {
+            println!("{n:<24} {d}");
+        }
+        return Ok(());
+    }
+    let out = out.ok_or_else(|| input("--out DIR is required"))?;
+    let exps: Vec<experiment::Experiment> = if all {
+        experiment::builtins()
+            .iter()
+            .map(|(n, _)| experiment::builtin(n).expect("listed"))
+            .collect()
+    } else {
+        let name =
+            name.ok_or_else(|| input("give an experiment name or file (see --list), or --all"))?;
+        let e = match experiment::builtin(&name) {
+            Some(e) => e,
+            None => {
+                let p = Path::new(&name);
+                if !p.exists() {
+                    let names: Vec<&str> = experiment::builtins().iter().map(|(n, _)| *n).collect();
+                    return Err(input(format!(
+                        "no built-in experiment or file named {name:?} (built-ins: {})",
+                        names.join(", ")
+                    )));
+                }
+                experiment::from_file(p).map_err(input)?
+            }
+        };
+        vec![e]
+    };
+    let mut index = String::from("# tiermem experiments\n\n");
+    for e in &exps {
+        let dir = if all { out.join(&e.name) } else { out.clone() };
+        eprintln!("experiment {}: {} variants", e.name, e.variants.len());
+        let pb = progress_bar(e.variants.len() as u64, &e.name);
+        let t0 = Instant::now();
+        let results = experiment::run(e, &dir, &|done, _n, vname| {
+            if let Some(pb) = &pb {
+                pb.set_position(done as u64);
+                pb.set_message(format!("{} ({vname})", e.name));
+            } else {
+                eprintln!("  [{done}/{_n}] {vname}");
+            }
+        })
+        .map_err(sim_failure)?;
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        eprintln!(
+            "experiment {} done in {:.1} s: {}",
+            e.name,
+            t0.elapsed().as_secs_f64(),
+            dir.join("report.md").display()
+        );
+        if !no_plots {
+            render_plots(&dir);
+        }
+        index.push_str(&format!(
+            "- [{}]({}/report.md): {} ({} variants)\n",
+            e.name,
+            e.name,
+            e.description.split(". ").next().unwrap_or(""),
+            results.len()
+        ));
+    }
+    if all {
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create {}", out.display()))?;
+        write_file(&out.join("README.md"), &index)?;
+    }
+    Ok(())
+}
+
+/// Draw the experiment's plots with the Python package (`python3 -m tiermem.plots DIR`).
+fn render_plots(dir: &Path) {
+    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| "python3".into());
+    match std::process::Command::new(&python).args(["-m", "tiermem.plots"]).arg(dir).status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => eprintln!("tiermem: warning: plots not rendered ({python} -m tiermem.plots exited with {s}); install the Python package with `pip install .`"),
+        Err(e) => eprintln!("tiermem: warning: plots not rendered: cannot run {python}: {e}"),
+    }
+}
+
+fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn current_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn cmd_bench(size: &str, duration: f64) -> Result<(), Failure> {
+    let bytes =
+        tiermem_core::units::parse_bytes(size).map_err(|e| input(format!("--size: {e}")))?;
+    if bytes.0 < (64 << 20) {
+        return Err(input("--size: at least 64MiB"));
+    }
+    if !(duration > 0.0 && duration <= 3600.0) {
+        return Err(input("--duration: seconds within (0, 3600]"));
+    }
+    // A 2-node machine: DRAM holding half the footprint, a CXL node holding the rest.
+    let dram = bytes.0 / 2;
+    let text = format!(
+        "machine = {{ preset = \"small\", nodes = [] }}\nduration = \"{duration}s\"\nseed = 1\n[sim]\nsample_interval = \"1s\"\n\
+         [[workloads]]\ntype = \"pmbench\"\nmapsize = \"{}\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\n",
+        bytes.0
+    );
+    let mut value = tiermem_core::config::resolve_toml(&text, "<bench>").map_err(input)?;
+    // Replace the preset's nodes with sized ones.
+    let nodes = format!(
+        "[[nodes]]\nid = 0\ncpus = 4\ncapacity = {dram}\nkind = \"dram\"\nread_latency = \"85ns\"\nread_bandwidth = \"50GB/s\"\n\
+         [[nodes]]\nid = 1\ncapacity = {}\nkind = \"cxl\"\nread_latency = \"200ns\"\nread_bandwidth = \"26.8GB/s\"\nwrite_bandwidth = \"20GB/s\"\n",
+        bytes.0
+    );
+    let nodes_v: toml::Value = toml::from_str(&nodes).expect("valid");
+    tiermem_core::config::set_path(
+        &mut value,
+        "machine.nodes",
+        nodes_v.get("nodes").expect("nodes").clone(),
+    )
+    .map_err(input)?;
+    let cfg = SimConfig::from_value(&value, "<bench>").map_err(input)?;
+    let rss0 = current_rss_bytes().unwrap_or(0);
+    let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
+    let pb = progress_bar(1000, "bench");
+    let t0 = Instant::now();
+    let mut samples: Vec<(f64, f64, u64)> = Vec::new();
+    let res = sim
+        .run(&mut |p: Progress| {
+            samples.push((t0.elapsed().as_secs_f64(), p.sim_seconds, p.accesses));
+            if let Some(pb) = &pb {
+                pb.set_position((p.fraction * 1000.0) as u64);
+            }
+        })
+        .map_err(sim_failure)?;
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let pages = bytes.pages_ceil().0 as f64;
+    let peak = peak_rss_bytes().unwrap_or(0);
+    // Steady state: the second half of the run by wall time (after initialisation).
+    let half = samples.iter().position(|s| s.0 >= wall / 2.0).unwrap_or(0);
+    let (w0, _, a0) = samples.get(half).copied().unwrap_or((0.0, 0.0, 0));
+    let steady = (res.summary.accesses - a0) as f64 / (wall - w0).max(1e-9);
+    println!("bench: pmbench normal_ih 80% reads, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s", bytes, tiermem_core::units::Bytes(dram));
+    println!("  wall time                         {wall:.2} s");
+    println!(
+        "  simulated accesses                {}",
+        res.summary.accesses
+    );
+    println!(
+        "  accesses per wall second (all)    {:.2} M",
+        res.summary.accesses as f64 / wall / 1e6
+    );
+    println!("  accesses per wall second (steady) {:.2} M", steady / 1e6);
+    println!(
+        "  page+frame tables                 {:.1} bytes per simulated page",
+        res.host_table_bytes as f64 / pages
+    );
+    println!(
+        "  peak RSS growth                   {:.1} bytes per simulated page",
+        peak.saturating_sub(rss0) as f64 / pages
+    );
+    Ok(())
+}
+
+fn cmd_presets(name: Option<String>) -> Result<(), Failure> {
+    match name {
+        None => {
+            for n in tiermem_core::presets::machine_names() {
+                let v = tiermem_core::presets::machine_value(n).expect("preset");
+                let m: tiermem_core::topology::MachineConfig =
+                    tiermem_core::config::typed(v, "machine").map_err(|e: ConfigError| input(e))?;
+                let t = tiermem_core::topology::Topology::new(&m).map_err(input)?;
+                let tiers: Vec<String> = t
+                    .tiers
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "tier{}={:?}",
+                            x.id,
+                            x.nodes.iter().map(|n| n.0).collect::<Vec<_>>()
+                        )
+                    })
+                    .collect();
+                println!("{n:<14} {} nodes  {}", m.nodes.len(), tiers.join(" "));
+            }
+            Ok(())
+        }
+        Some(n) => match tiermem_core::presets::machine_text(&n) {
+            Some(t) => {
+                print!("{t}");
+                Ok(())
+            }
+            None => Err(input(format!(
+                "no preset {n:?}; available: {}",
+                tiermem_core::presets::machine_names().join(", ")
+            ))),
+        },
+    }
+}

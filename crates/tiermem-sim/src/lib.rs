@@ -1,1 +1,102 @@
+//! tiermem-sim: a deterministic simulator of a tiered-memory Linux machine.
+//!
+//! The machine (nodes, tiers, loaded-latency curves) comes from `tiermem-core`; this crate
+//! adds the hardware and kernel that run on it:
+//!
+//! * [`mem`]: page-table entries, frames, free counts, watermarks, LRU lists;
+//! * [`kernel`]: faults, the page allocator with fallback, reclaim (kswapd, direct),
+//!   demotion, swap and zram, the OOM killer, with kernel counter names ([`vmstat`]);
+//! * [`timing`]: per-window closed-loop solution of node latencies;
+//! * [`workload`]: pmbench, STREAM and MLC access generators;
+//! * [`engine`]: the simulation loop and the observers (summary, timeline).
+//!
+//! ```no_run
+//! let cfg = tiermem_core::config::SimConfig::from_toml_str(
+//!     "machine = \"small\"\nduration = \"1s\"\n[[workloads]]\ntype = \"pmbench\"\n", "x.toml").unwrap();
+//! let mut sim = tiermem_sim::engine::Simulation::new(&cfg).unwrap();
+//! let result = sim.run(&mut |_| {}).unwrap();
+//! println!("{}", result.summary.throughput_accesses_per_s);
+//! ```
 
+pub mod engine;
+pub mod experiment;
+pub mod kernel;
+pub mod mem;
+pub mod timing;
+pub mod vmstat;
+pub mod workload;
+
+use tiermem_core::config::SimConfig;
+use tiermem_core::units::SimDuration;
+use tiermem_core::ConfigError;
+
+/// Errors of the simulator.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The configuration is invalid (exit code 2 at the CLI).
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// Writing results failed.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl SimError {
+    /// True when the error is the user's input (config), not the simulator.
+    pub fn is_input_error(&self) -> bool {
+        matches!(self, SimError::Config(_))
+    }
+}
+
+/// Everything a run produces, as text (for the Python bindings and writers).
+pub struct RunOutput {
+    pub summary_json: String,
+    pub timeline_csv: String,
+    pub resolved_config_json: String,
+    pub summary: engine::Summary,
+}
+
+/// Parse a config text, apply optional seed/duration overrides, run it.
+pub fn run_config_text(
+    text: &str,
+    origin: &str,
+    seed: Option<u64>,
+    duration_s: Option<f64>,
+) -> Result<RunOutput, SimError> {
+    let value = tiermem_core::config::resolve_toml(text, origin)?;
+    let mut cfg = SimConfig::from_value(&value, origin)?;
+    apply_overrides(&mut cfg, seed, duration_s)?;
+    let mut sim = engine::Simulation::new(&cfg)?;
+    let res = sim.run(&mut |_| {})?;
+    Ok(RunOutput {
+        summary_json: serde_json::to_string_pretty(&res.summary).expect("summary serialises"),
+        timeline_csv: res.timeline_csv,
+        resolved_config_json: serde_json::to_string_pretty(&cfg).expect("config serialises"),
+        summary: res.summary,
+    })
+}
+
+/// Apply the CLI's `--seed` and `--duration` overrides.
+pub fn apply_overrides(
+    cfg: &mut SimConfig,
+    seed: Option<u64>,
+    duration_s: Option<f64>,
+) -> Result<(), SimError> {
+    if let Some(s) = seed {
+        cfg.seed = s;
+    }
+    if let Some(d) = duration_s {
+        if !(d > 0.0 && d.is_finite() && d < 1e7) {
+            return Err(ConfigError::invalid(
+                "duration",
+                format!("must be a positive number of seconds (got {d})"),
+            )
+            .into());
+        }
+        cfg.duration = SimDuration::from_secs_f64(d);
+    }
+    Ok(())
+}

@@ -1,0 +1,710 @@
+//! The simulation loop: threads as closed loops on a virtual clock, kernel work between
+//! them, the timing model per window, and the observers (timeline, summary).
+//!
+//! Time advances in windows of `sim.tick`. In each window every runnable thread executes
+//! accesses until its own clock reaches the window end (threads in index order, so runs are
+//! deterministic); faults run kernel code inline on the faulting thread's clock; kernel
+//! threads (kswapd) then catch up to the window end; barriers release; the timing model
+//! re-solves node latencies from the window's traffic; the timeline recorder samples.
+//!
+//! Call order: [`Simulation::new`] → [`Simulation::run`] (once) → results.
+
+use crate::kernel::Kernel;
+use crate::mem::{pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE};
+use crate::timing::{ThreadMix, TimingModel};
+use crate::vmstat::Vm;
+use crate::workload::{
+    self, Access, Generator, Step, ThreadReport, WorkloadResult, K_STREAM, NR_KINDS,
+};
+use crate::SimError;
+use rand_core::SeedableRng;
+use rand_xoshiro::{SplitMix64, Xoshiro256PlusPlus};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use tiermem_core::config::SimConfig;
+use tiermem_core::topology::Topology;
+use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SIZE};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadState {
+    Waiting,
+    Running,
+    Blocked,
+    Done,
+}
+
+struct Thread {
+    spec_workload: usize,
+    proc: u16,
+    cpu_node: NodeId,
+    mlp: u32,
+    cpu_per_access: u64,
+    cpu_per_line: u64,
+    run_duration: Option<SimDuration>,
+    latency_probe: bool,
+    gen: Generator,
+    rng: Xoshiro256PlusPlus,
+    buf: Vec<Access>,
+    cursor: usize,
+    clock: u64,
+    state: ThreadState,
+    deadline: u64,
+    /// Per (node, kind) latency in ps per line, divided by the MLP in effect.
+    lat: Vec<u64>,
+    /// Per (node, kind) loaded latency in ps (not divided by MLP), for statistics.
+    lat_raw: Vec<u64>,
+    // Window counters.
+    win_lines: Vec<u64>,
+    win_active: u64,
+    // Cumulative counters.
+    accesses: u64,
+    lines: u64,
+    lat_sum: u128,
+    bytes: u64,
+    run_mark: Option<(u64, u64, u64, u128, u64)>,
+    run_end: Option<u64>,
+}
+
+impl Thread {
+    fn mlp_of(&self, kind: usize) -> u64 {
+        if kind as u8 & K_STREAM != 0 {
+            self.mlp.max(workload::STREAM_MLP) as u64
+        } else {
+            self.mlp as u64
+        }
+    }
+
+    fn window_bytes(&self) -> u64 {
+        let mut b = 0;
+        for (slot, &l) in self.win_lines.iter().enumerate() {
+            let (r, w) = TimingModel::traffic((slot % NR_KINDS) as u8 & 3, l);
+            b += r + w;
+        }
+        b
+    }
+}
+
+/// One row of the timeline.
+#[derive(Clone, Debug)]
+struct Row {
+    time_s: f64,
+    throughput: f64,
+    mean_latency_ns: f64,
+    nodes: Vec<(u64, u64, f64, f64, f64)>,
+    vmstat: Vec<u64>,
+}
+
+/// Per-node results in the summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeSummary {
+    pub id: u8,
+    /// Memory tier device id (`memory_tierN`).
+    pub tier: u32,
+    pub toptier: bool,
+    pub kind: String,
+    pub adistance: u32,
+    pub capacity_bytes: u64,
+    pub used_bytes: u64,
+    pub free_bytes: u64,
+    /// Kernel memory charged to the node (the zram pool).
+    pub kernel_bytes: u64,
+    pub mean_read_bandwidth_bytes_per_s: f64,
+    pub mean_write_bandwidth_bytes_per_s: f64,
+    pub mean_bandwidth_bytes_per_s: f64,
+    /// Loaded read latency averaged over the run (time-weighted), ns.
+    pub mean_read_latency_ns: f64,
+    pub watermarks_pages: crate::mem::Watermarks,
+}
+
+/// Swap and zram usage at the end.
+#[derive(Clone, Debug, Serialize)]
+pub struct SwapSummary {
+    pub swap_used_bytes: u64,
+    pub zram_stored_bytes: u64,
+    pub zram_pool_bytes: u64,
+}
+
+/// `summary.json`: deterministic fields only.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub machine: String,
+    pub seed: u64,
+    pub sim_seconds: f64,
+    pub accesses: u64,
+    pub throughput_accesses_per_s: f64,
+    /// Mean loaded memory latency per cache line accessed, ns.
+    pub mean_latency_ns: f64,
+    pub nodes: Vec<NodeSummary>,
+    pub swap: SwapSummary,
+    pub kswapd_cpu_seconds: f64,
+    pub oom_killed: Vec<String>,
+    pub vmstat: BTreeMap<String, u64>,
+    pub workloads: Vec<WorkloadResult>,
+}
+
+/// Progress of a run, reported to the caller's callback.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Fraction of the simulated duration done.
+    pub fraction: f64,
+    /// Simulated time so far, seconds.
+    pub sim_seconds: f64,
+    /// Accesses simulated so far.
+    pub accesses: u64,
+}
+
+/// What a run produced.
+pub struct SimResult {
+    pub summary: Summary,
+    /// `timeline.csv` text.
+    pub timeline_csv: String,
+    /// Host memory of page and frame tables at the end, bytes.
+    pub host_table_bytes: usize,
+}
+
+/// A configured simulation.
+pub struct Simulation {
+    cfg: SimConfig,
+    pub kernel: Kernel,
+    timing: TimingModel,
+    threads: Vec<Thread>,
+    groups: Vec<(Vec<usize>, Vec<SimTime>)>,
+    now: u64,
+    rows: Vec<Row>,
+    // Cumulative per-node bytes and time-weighted latency.
+    node_read_bytes: Vec<u64>,
+    node_write_bytes: Vec<u64>,
+    node_lat_time: Vec<f64>,
+    // Sample-interval accumulators.
+    sample_accesses: u64,
+    sample_read: Vec<u64>,
+    sample_write: Vec<u64>,
+    sample_lat: (u128, u64),
+}
+
+fn mix_seed(seed: u64, a: u64, b: u64) -> Xoshiro256PlusPlus {
+    let mut sm = SplitMix64::seed_from_u64(
+        seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
+    );
+    Xoshiro256PlusPlus::from_rng(&mut sm).expect("seeding cannot fail")
+}
+
+impl Simulation {
+    /// Build the machine, kernel and workloads of a validated config.
+    pub fn new(cfg: &SimConfig) -> Result<Simulation, SimError> {
+        cfg.validate()?;
+        let topo = Topology::new(&cfg.machine)?;
+        let nn = topo.nr_nodes();
+        let curves = topo.nodes.iter().map(|n| n.curve).collect();
+        let mut kernel = Kernel::new(topo, cfg.kernel.clone(), mix_seed(cfg.seed, 0xFFFF, 1));
+        let topo_copy = kernel.topo.clone();
+        let specs = workload::build(cfg, &topo_copy, &mut kernel);
+        let mut groups: Vec<(Vec<usize>, Vec<SimTime>)> = Vec::new();
+        let threads: Vec<Thread> = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if let Some(g) = s.barrier_group {
+                    if groups.len() <= g {
+                        groups.resize(g + 1, (Vec::new(), Vec::new()));
+                    }
+                    groups[g].0.push(i);
+                }
+                Thread {
+                    spec_workload: s.workload,
+                    proc: s.proc,
+                    cpu_node: s.cpu_node,
+                    mlp: s.mlp,
+                    cpu_per_access: s.cpu_per_access.ps(),
+                    cpu_per_line: s.cpu_per_line.ps(),
+                    run_duration: s.run_duration,
+                    latency_probe: s.latency_probe,
+                    gen: s.generator,
+                    rng: mix_seed(cfg.seed, s.workload as u64 + 1, i as u64),
+                    buf: Vec::with_capacity(256),
+                    cursor: 0,
+                    clock: s.start.ps(),
+                    state: ThreadState::Waiting,
+                    deadline: u64::MAX,
+                    lat: vec![0; nn * NR_KINDS],
+                    lat_raw: vec![0; nn * NR_KINDS],
+                    win_lines: vec![0; nn * NR_KINDS],
+                    win_active: 0,
+                    accesses: 0,
+                    lines: 0,
+                    lat_sum: 0,
+                    bytes: 0,
+                    run_mark: None,
+                    run_end: None,
+                }
+            })
+            .collect();
+        let mut sim = Simulation {
+            cfg: cfg.clone(),
+            kernel,
+            timing: TimingModel::new(curves),
+            threads,
+            groups,
+            now: 0,
+            rows: Vec::new(),
+            node_read_bytes: vec![0; nn],
+            node_write_bytes: vec![0; nn],
+            node_lat_time: vec![0.0; nn],
+            sample_accesses: 0,
+            sample_read: vec![0; nn],
+            sample_write: vec![0; nn],
+            sample_lat: (0, 0),
+        };
+        for t in 0..sim.threads.len() {
+            sim.update_latency_table(t);
+        }
+        Ok(sim)
+    }
+
+    fn update_latency_table(&mut self, ti: usize) {
+        let topo = &self.kernel.topo;
+        let th = &mut self.threads[ti];
+        for n in 0..topo.nr_nodes() {
+            let f = self.timing.factor[n];
+            for kind in 0..NR_KINDS {
+                let write = kind & 3 != 0;
+                let node = &topo.nodes[n];
+                let l0 = if write {
+                    node.write_latency
+                } else {
+                    node.read_latency
+                };
+                let remote = topo.idle_latency(th.cpu_node, node.id, write).ps() - l0.ps();
+                let loaded = (l0.ps() as f64 * f) as u64 + remote;
+                let mlp = if kind as u8 & K_STREAM != 0 {
+                    th.mlp.max(workload::STREAM_MLP)
+                } else {
+                    th.mlp
+                } as u64;
+                th.lat_raw[n * NR_KINDS + kind] = loaded;
+                th.lat[n * NR_KINDS + kind] = loaded / mlp.max(1);
+            }
+        }
+    }
+
+    /// Run to the end. `progress` is called with the fraction of simulated time done.
+    pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<SimResult, SimError> {
+        let end = self.cfg.duration.ps();
+        let tick = self.cfg.sim.tick.ps();
+        let sample = self.cfg.sim.sample_interval.ps();
+        let mut next_sample = sample;
+        let mut last_progress = 0u64;
+        while self.now < end {
+            let stop = (self.now + tick).min(end);
+            self.run_window(stop)?;
+            self.end_window(stop - self.now);
+            self.now = stop;
+            if self.now >= next_sample || self.now >= end {
+                self.sample_row();
+                next_sample += sample;
+            }
+            if self.now - last_progress >= end / 400 {
+                last_progress = self.now;
+                progress(self.progress(end));
+            }
+            if self.threads.iter().all(|t| t.state == ThreadState::Done) {
+                if self
+                    .rows
+                    .last()
+                    .is_none_or(|r| r.time_s < SimTime(self.now).secs_f64())
+                {
+                    self.sample_row();
+                }
+                break;
+            }
+        }
+        progress(self.progress(end));
+        Ok(self.finish())
+    }
+
+    fn progress(&self, end: u64) -> Progress {
+        Progress {
+            fraction: self.now as f64 / end as f64,
+            sim_seconds: SimTime(self.now).secs_f64(),
+            accesses: self.threads.iter().map(|t| t.accesses).sum(),
+        }
+    }
+
+    fn run_window(&mut self, stop: u64) -> Result<(), SimError> {
+        loop {
+            for ti in 0..self.threads.len() {
+                if self.threads[ti].state == ThreadState::Waiting && self.threads[ti].clock < stop {
+                    self.threads[ti].state = ThreadState::Running;
+                }
+                if self.threads[ti].state == ThreadState::Running {
+                    self.run_thread(ti, stop)?;
+                }
+            }
+            // Kernel threads catch up.
+            for n in 0..self.kernel.nodes.len() {
+                if self.kernel.kswapd[n].awake {
+                    self.kernel.run_kswapd(n, SimTime(stop));
+                }
+            }
+            // Barriers: release a group when every unfinished member waits.
+            let mut released = false;
+            for g in 0..self.groups.len() {
+                let members = &self.groups[g].0;
+                let live: Vec<usize> = members
+                    .iter()
+                    .copied()
+                    .filter(|&m| self.threads[m].state != ThreadState::Done)
+                    .collect();
+                if !live.is_empty()
+                    && live
+                        .iter()
+                        .all(|&m| self.threads[m].state == ThreadState::Blocked)
+                {
+                    let t = live
+                        .iter()
+                        .map(|&m| self.threads[m].clock)
+                        .max()
+                        .unwrap_or(stop);
+                    self.groups[g].1.push(SimTime(t));
+                    for &m in &live {
+                        self.threads[m].clock = t;
+                        self.threads[m].state = ThreadState::Running;
+                    }
+                    released = true;
+                }
+            }
+            if !released {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Execute one thread until its clock reaches `stop`, it blocks, or it finishes.
+    fn run_thread(&mut self, ti: usize, stop: u64) -> Result<(), SimError> {
+        const DIRTY: [u64; NR_KINDS] = [0, PTE_DIRTY, PTE_DIRTY, 0, 0, PTE_DIRTY, PTE_DIRTY, 0];
+        loop {
+            let th = &mut self.threads[ti];
+            if !self.kernel.procs[th.proc as usize].alive {
+                th.state = ThreadState::Done;
+                return Ok(());
+            }
+            if th.cursor >= th.buf.len() {
+                match th.gen.next(&mut th.rng, &mut th.buf) {
+                    Step::Accesses => th.cursor = 0,
+                    Step::RunStart => {
+                        let bytes = th.bytes + th.window_bytes();
+                        th.run_mark = Some((th.clock, th.accesses, th.lines, th.lat_sum, bytes));
+                        if let Some(d) = th.run_duration {
+                            th.deadline = th.clock + d.ps();
+                        }
+                        continue;
+                    }
+                    Step::Barrier => {
+                        th.state = ThreadState::Blocked;
+                        return Ok(());
+                    }
+                    Step::Done => {
+                        th.state = ThreadState::Done;
+                        th.run_end = Some(th.clock);
+                        return Ok(());
+                    }
+                }
+                if th.buf.is_empty() {
+                    continue;
+                }
+            }
+            if th.clock >= th.deadline {
+                th.state = ThreadState::Done;
+                th.run_end = Some(th.deadline);
+                return Ok(());
+            }
+            let limit = stop.min(th.deadline);
+            if th.clock >= limit {
+                return Ok(());
+            }
+            // The hot path.
+            let ptes = &mut self.kernel.procs[th.proc as usize].ptes;
+            let mut clock = th.clock;
+            let start_clock = clock;
+            let mut i = th.cursor;
+            let n = th.buf.len();
+            let (cpa, cpl) = (th.cpu_per_access, th.cpu_per_line);
+            let mut accesses = 0u64;
+            let mut lines_total = 0u64;
+            let mut lat_sum = 0u64;
+            let mut fault = None;
+            while i < n && clock < limit {
+                let a = th.buf[i];
+                let e = ptes[a.idx as usize];
+                if e & (PTE_PRESENT | PTE_PROTNONE) != PTE_PRESENT {
+                    fault = Some(a);
+                    break;
+                }
+                let kind = a.kind as usize;
+                ptes[a.idx as usize] = e | PTE_ACCESSED | DIRTY[kind];
+                let slot = pte_node(e) * NR_KINDS + kind;
+                let lines = a.lines as u64;
+                clock += cpa + lines * (cpl + th.lat[slot]);
+                lat_sum += lines * th.lat_raw[slot];
+                th.win_lines[slot] += lines;
+                lines_total += lines;
+                accesses += 1;
+                i += 1;
+            }
+            th.cursor = i;
+            th.accesses += accesses;
+            th.lines += lines_total;
+            th.lat_sum += lat_sum as u128;
+            th.win_active += clock - start_clock;
+            th.clock = clock;
+            self.sample_accesses += accesses;
+            self.sample_lat.0 += lat_sum as u128;
+            self.sample_lat.1 += lines_total;
+            if let Some(a) = fault {
+                let (proc, cpu) = (th.proc, th.cpu_node);
+                let write = a.kind & 3 != 0;
+                match self
+                    .kernel
+                    .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
+                {
+                    Ok(cost) => {
+                        let th = &mut self.threads[ti];
+                        th.clock += cost.ps();
+                        th.win_active += cost.ps();
+                    }
+                    Err(crate::kernel::FaultError::OomKilled) => {
+                        let th = &mut self.threads[ti];
+                        th.state = ThreadState::Done;
+                        th.run_end = Some(th.clock);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Close a timing window: account traffic, solve the next window's latencies.
+    fn end_window(&mut self, window_ps: u64) {
+        let nn = self.kernel.nodes.len();
+        let mut mixes = Vec::with_capacity(self.threads.len());
+        for th in &mut self.threads {
+            let mut mix = ThreadMix {
+                other_ps: 0.0,
+                active_frac: (th.win_active as f64 / window_ps as f64).min(1.0),
+                stall_ps: vec![0.0; nn],
+                read_bytes: vec![0.0; nn],
+                write_bytes: vec![0.0; nn],
+            };
+            let mut stall_now = 0.0;
+            for n in 0..nn {
+                for kind in 0..NR_KINDS {
+                    let l = th.win_lines[n * NR_KINDS + kind];
+                    if l == 0 {
+                        continue;
+                    }
+                    let (r, w) = TimingModel::traffic(kind as u8 & 3, l);
+                    mix.read_bytes[n] += r as f64;
+                    mix.write_bytes[n] += w as f64;
+                    self.node_read_bytes[n] += r;
+                    self.node_write_bytes[n] += w;
+                    self.sample_read[n] += r;
+                    self.sample_write[n] += w;
+                    th.bytes += r + w;
+                    let node = &self.kernel.topo.nodes[n];
+                    let l0 = if kind & 3 != 0 {
+                        node.write_latency
+                    } else {
+                        node.read_latency
+                    }
+                    .ps() as f64;
+                    let mlp = th.mlp_of(kind) as f64;
+                    mix.stall_ps[n] += l as f64 * l0 / mlp;
+                    stall_now += l as f64 * l0 * self.timing.factor[n] / mlp;
+                }
+            }
+            mix.other_ps = (th.win_active as f64 - stall_now).max(0.0);
+            th.win_lines.iter_mut().for_each(|x| *x = 0);
+            th.win_active = 0;
+            mixes.push(mix);
+        }
+        for n in 0..nn {
+            let (r, w) = self.kernel.kernel_traffic[n];
+            self.node_read_bytes[n] += r;
+            self.node_write_bytes[n] += w;
+            self.sample_read[n] += r;
+            self.sample_write[n] += w;
+            self.node_lat_time[n] += self.timing.factor[n] * window_ps as f64;
+        }
+        self.timing
+            .solve(&mixes, &self.kernel.kernel_traffic, window_ps as f64);
+        self.kernel
+            .kernel_traffic
+            .iter_mut()
+            .for_each(|x| *x = (0, 0));
+        for t in 0..self.threads.len() {
+            self.update_latency_table(t);
+        }
+    }
+
+    fn sample_row(&mut self) {
+        let prev_t = self.rows.last().map_or(0.0, |r| r.time_s);
+        let t = SimTime(self.now).secs_f64();
+        let dt = (t - prev_t).max(1e-12);
+        let nodes = (0..self.kernel.nodes.len())
+            .map(|n| {
+                let node = &self.kernel.nodes[n];
+                let lat = self.kernel.topo.nodes[n].read_latency.ns_f64() * self.timing.factor[n];
+                (
+                    node.used_user(),
+                    node.free,
+                    self.sample_read[n] as f64 / dt / 1e6,
+                    self.sample_write[n] as f64 / dt / 1e6,
+                    lat,
+                )
+            })
+            .collect();
+        let vmstat = Vm::ALL
+            .iter()
+            .map(|&v| self.kernel.vmstat.total(v))
+            .collect();
+        let mean_lat = if self.sample_lat.1 > 0 {
+            self.sample_lat.0 as f64 / self.sample_lat.1 as f64 / 1e3
+        } else {
+            0.0
+        };
+        self.rows.push(Row {
+            time_s: t,
+            throughput: self.sample_accesses as f64 / dt,
+            mean_latency_ns: mean_lat,
+            nodes,
+            vmstat,
+        });
+        self.sample_accesses = 0;
+        self.sample_lat = (0, 0);
+        self.sample_read.iter_mut().for_each(|x| *x = 0);
+        self.sample_write.iter_mut().for_each(|x| *x = 0);
+    }
+
+    fn timeline_csv(&self) -> String {
+        let nn = self.kernel.nodes.len();
+        let mut s = String::from("time_s,throughput_accesses_per_s,mean_latency_ns");
+        for n in 0..nn {
+            let _ = write!(s, ",node{n}_used_pages,node{n}_free_pages,node{n}_read_MBps,node{n}_write_MBps,node{n}_latency_ns");
+        }
+        for v in Vm::ALL {
+            let _ = write!(s, ",{}", v.name());
+        }
+        s.push('\n');
+        for r in &self.rows {
+            let _ = write!(
+                s,
+                "{:.6},{:.1},{:.3}",
+                r.time_s, r.throughput, r.mean_latency_ns
+            );
+            for (u, f, rd, wr, l) in &r.nodes {
+                let _ = write!(s, ",{u},{f},{rd:.3},{wr:.3},{l:.3}");
+            }
+            for v in &r.vmstat {
+                let _ = write!(s, ",{v}");
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    fn finish(&mut self) -> SimResult {
+        let sim_secs = SimTime(self.now).secs_f64().max(1e-12);
+        let now = self.now;
+        let reports: Vec<ThreadReport> = self
+            .threads
+            .iter()
+            .map(|th| {
+                let mut r = ThreadReport {
+                    workload: th.spec_workload,
+                    latency_probe: th.latency_probe,
+                    ..Default::default()
+                };
+                if let Some((t0, acc, lines, lat, bytes)) = th.run_mark {
+                    let t_end = th.run_end.unwrap_or(th.clock.min(now)).max(t0);
+                    r.run_start = Some(SimTime(t0));
+                    r.run_end = Some(SimTime(t_end));
+                    r.run_accesses = th.accesses - acc;
+                    r.run_lines = th.lines - lines;
+                    r.run_latency_ps = th.lat_sum - lat;
+                    r.run_bytes = th.bytes - bytes;
+                }
+                r
+            })
+            .collect();
+        let barriers: Vec<Vec<SimTime>> = self.groups.iter().map(|g| g.1.clone()).collect();
+        let workloads = workload::results(&self.cfg, &reports, &barriers);
+        let accesses: u64 = self.threads.iter().map(|t| t.accesses).sum();
+        let lines: u64 = self.threads.iter().map(|t| t.lines).sum();
+        let lat: u128 = self.threads.iter().map(|t| t.lat_sum).sum();
+        let topo = &self.kernel.topo;
+        let nodes = (0..topo.nr_nodes())
+            .map(|n| {
+                let node = &self.kernel.nodes[n];
+                let tn = &topo.nodes[n];
+                NodeSummary {
+                    id: n as u8,
+                    tier: topo.tiers[topo.tier_index(tn.id)].id,
+                    toptier: topo.is_toptier(tn.id),
+                    kind: format!("{:?}", tn.kind).to_lowercase(),
+                    adistance: tn.adistance,
+                    capacity_bytes: node.present * PAGE_SIZE,
+                    used_bytes: node.used_user() * PAGE_SIZE,
+                    free_bytes: node.free * PAGE_SIZE,
+                    kernel_bytes: node.kernel_pages * PAGE_SIZE,
+                    mean_read_bandwidth_bytes_per_s: self.node_read_bytes[n] as f64 / sim_secs,
+                    mean_write_bandwidth_bytes_per_s: self.node_write_bytes[n] as f64 / sim_secs,
+                    mean_bandwidth_bytes_per_s: (self.node_read_bytes[n] + self.node_write_bytes[n])
+                        as f64
+                        / sim_secs,
+                    mean_read_latency_ns: tn.read_latency.ns_f64() * self.node_lat_time[n]
+                        / (self.now.max(1) as f64),
+                    watermarks_pages: node.wmark,
+                }
+            })
+            .collect();
+        let (swap_pages, zram_pages) = self.kernel.swapped_pages();
+        let summary = Summary {
+            machine: topo.name.clone(),
+            seed: self.cfg.seed,
+            sim_seconds: SimTime(self.now).secs_f64(),
+            accesses,
+            throughput_accesses_per_s: accesses as f64 / sim_secs,
+            mean_latency_ns: if lines > 0 {
+                lat as f64 / lines as f64 / 1e3
+            } else {
+                0.0
+            },
+            nodes,
+            swap: SwapSummary {
+                swap_used_bytes: swap_pages * PAGE_SIZE,
+                zram_stored_bytes: zram_pages * PAGE_SIZE,
+                zram_pool_bytes: self.kernel.zram_pool_bytes(),
+            },
+            kswapd_cpu_seconds: self
+                .kernel
+                .kswapd
+                .iter()
+                .map(|k| k.cpu_time.secs_f64())
+                .sum(),
+            oom_killed: self
+                .kernel
+                .oom_victims
+                .iter()
+                .map(|&p| self.kernel.procs[p as usize].name.clone())
+                .collect(),
+            vmstat: self.kernel.vmstat.snapshot(),
+            workloads,
+        };
+        SimResult {
+            summary,
+            timeline_csv: self.timeline_csv(),
+            host_table_bytes: self.kernel.host_bytes(),
+        }
+    }
+}

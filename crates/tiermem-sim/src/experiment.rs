@@ -1,0 +1,701 @@
+//! Experiments: named sets of config variants run on the simulator, with metrics, the
+//! published numbers beside them, a Markdown report and plot specifications.
+//!
+//! An experiment is data ([`Experiment`]): a list of variants, each a fully resolved TOML
+//! config, plus which metrics to tabulate and which plots to draw. Built-ins are generated
+//! here; users write the same thing as a TOML file:
+//!
+//! ```toml
+//! name = "my-experiment"
+//! description = "what it shows"
+//! base = "config.toml"            # relative to this file (or an inline [base] table)
+//! metrics = ["throughput_accesses_per_s", "workloads[0].score_accesses_per_s"]
+//! [[variants]]
+//! name = "wsf-10"
+//! set = { "kernel.watermark_scale_factor" = 10 }
+//! published = { "throughput_accesses_per_s" = 1.0e8 }
+//! ```
+//!
+//! Metrics are paths into `summary.json` (plus derived metrics some built-ins add).
+//! Results go to `OUT/results.json`, `OUT/report.md` and `OUT/variants/<name>/`
+//! (`config.toml`, `summary.json`, `timeline.csv`); PNG plots are drawn from
+//! `results.json` by the Python package (`python -m tiermem.plots OUT`).
+
+use crate::engine::Simulation;
+use crate::SimError;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tiermem_core::config::{resolve_toml, set_path, SimConfig};
+use tiermem_core::topology::Topology;
+use tiermem_core::ConfigError;
+
+/// One variant of an experiment.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub name: String,
+    /// Resolved config value.
+    pub config: toml::Value,
+    /// Published figures for metrics of this variant.
+    pub published: BTreeMap<String, f64>,
+    /// Extra labels (e.g. a sweep coordinate) copied into the metrics.
+    pub labels: BTreeMap<String, f64>,
+}
+
+/// Metrics computed after a run from the summary and the topology.
+#[derive(Clone, Debug)]
+pub enum Derive {
+    /// Loaded-latency check: the curve's latency at the measured bandwidth of `node`, and
+    /// the relative error of the measured latency against it.
+    LoadedLatencyCurve { node: usize, read_fraction: f64 },
+}
+
+/// A plot request, rendered by the Python package.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlotSpec {
+    pub file: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub x: Option<String>,
+    pub y: Vec<String>,
+    pub variants: Option<Vec<String>>,
+    pub xlabel: Option<String>,
+    pub ylabel: Option<String>,
+    pub logx: bool,
+    #[serde(rename = "kind")]
+    pub timeline_kind: Option<String>,
+}
+
+/// An experiment definition.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    pub variants: Vec<Variant>,
+    /// Metric paths tabulated in the report.
+    pub metrics: Vec<String>,
+    pub derive: Vec<(String, Derive)>,
+    pub plots: Vec<PlotSpec>,
+    /// Sentences for the report (what to look for, where the published numbers come from).
+    pub notes: Vec<String>,
+}
+
+/// Names and one-line descriptions of the built-in experiments.
+pub fn builtins() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("loaded-latency", "MLC-style loaded-latency sweep per node; must return the input latency curve"),
+        ("stream-placement", "STREAM bound to each node of the seed-002 DDR5 + CXL machine, against the published rates"),
+    ]
+}
+
+/// Build a built-in experiment by name.
+pub fn builtin(name: &str) -> Option<Experiment> {
+    match name {
+        "loaded-latency" => Some(loaded_latency()),
+        "stream-placement" => Some(stream_placement()),
+        _ => None,
+    }
+}
+
+fn cfg_value(text: &str) -> toml::Value {
+    resolve_toml(text, "<built-in>").expect("built-in experiment configs are valid")
+}
+
+/// MLC's default inject-delay list (`workload-models.md` §3).
+pub const MLC_DELAYS: [u64; 19] = [
+    0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000,
+];
+
+fn loaded_latency() -> Experiment {
+    let machine = "ddr5-cxl";
+    let topo = machine_topology(machine);
+    let mut variants = Vec::new();
+    let mut derive = Vec::new();
+    let mut plots = Vec::new();
+    for node in &topo.nodes {
+        let cpu = topo.nearest_cpu_node(node.id);
+        let threads = topo.nodes[cpu.idx()].cpus.saturating_sub(1).max(1);
+        let mut names = Vec::new();
+        for &d in MLC_DELAYS.iter() {
+            let name = format!("node{}-d{d}", node.id.0);
+            let text = format!(
+                "machine = \"{machine}\"\nduration = \"60ms\"\n[sim]\ntick = \"100us\"\nsample_interval = \"10ms\"\n\
+                 [[workloads]]\ntype = \"mlc\"\ntraffic = \"R\"\nbw_threads = {threads}\ndelay_cycles = {d}\nbuffer = \"8MiB\"\n\
+                 latency_buffer = \"32MiB\"\ncpu_node = {}\npolicy = {{ mode = \"bind\", nodes = [{}] }}\n",
+                cpu.0, node.id.0
+            );
+            let mut labels = BTreeMap::new();
+            labels.insert("delay_cycles".into(), d as f64);
+            labels.insert("node".into(), node.id.0 as f64);
+            variants.push(Variant {
+                name: name.clone(),
+                config: cfg_value(&text),
+                published: BTreeMap::new(),
+                labels,
+            });
+            derive.push((
+                name.clone(),
+                Derive::LoadedLatencyCurve {
+                    node: node.id.idx(),
+                    read_fraction: 1.0,
+                },
+            ));
+            names.push(name);
+        }
+        plots.push(PlotSpec {
+            file: format!("loaded-latency-node{}.png", node.id.0),
+            kind: "line".into(),
+            title: format!(
+                "Loaded latency, node {} ({:?}): simulated vs input curve",
+                node.id.0, node.kind
+            ),
+            x: Some("workloads[0].bandwidth_mbps".into()),
+            y: vec!["workloads[0].latency_ns".into(), "curve_latency_ns".into()],
+            variants: Some(names),
+            xlabel: Some("bandwidth (MB/s)".into()),
+            ylabel: Some("latency (ns)".into()),
+            logx: false,
+            timeline_kind: None,
+        });
+    }
+    Experiment {
+        name: "loaded-latency".into(),
+        description: "Intel MLC --loaded_latency style sweep: bandwidth threads with MLC's default inject delays plus a \
+                      dependent-load latency thread, bound to each node of the ddr5-cxl machine. The measured (bandwidth, \
+                      latency) points must lie on the node's input curve L = L0·(1 + a·u^b/(1−u)^g) (workload-models.md §7)."
+            .into(),
+        variants,
+        metrics: vec![
+            "delay_cycles".into(),
+            "workloads[0].bandwidth_mbps".into(),
+            "workloads[0].latency_ns".into(),
+            "curve_latency_ns".into(),
+            "curve_error_pct".into(),
+        ],
+        derive,
+        plots,
+        notes: vec!["curve_error_pct is (simulated − curve)/curve at the simulated bandwidth; it should stay within ±2 %.".into()],
+    }
+}
+
+fn stream_placement() -> Experiment {
+    let machine = "ddr5-cxl";
+    // Published: seed 002 (Gregory Price, 1 socket + 1 CXL expander, STREAM 400M elements, 64 threads).
+    let published: [(&str, [f64; 4]); 2] = [
+        ("dram", [200923.2, 202123.0, 208873.2, 208523.8]),
+        ("cxl", [22209.7, 22288.2, 24419.1, 24484.6]),
+    ];
+    let mut variants = Vec::new();
+    for (node, (label, pubs)) in published.iter().enumerate() {
+        let text = format!(
+            "machine = \"{machine}\"\nduration = \"3s\"\n[sim]\ntick = \"50us\"\nsample_interval = \"10ms\"\n\
+             [[workloads]]\ntype = \"stream\"\narray_elements = 20000000\nthreads = 64\nntimes = 5\ncpu_node = 0\n\
+             policy = {{ mode = \"bind\", nodes = [{node}] }}\n"
+        );
+        let mut p = BTreeMap::new();
+        for (k, v) in ["copy", "scale", "add", "triad"].iter().zip(pubs) {
+            p.insert(format!("workloads[0].{k}_mbps"), *v);
+        }
+        variants.push(Variant {
+            name: format!("{label}-only"),
+            config: cfg_value(&text),
+            published: p,
+            labels: BTreeMap::new(),
+        });
+    }
+    Experiment {
+        name: "stream-placement".into(),
+        description: "STREAM (64 threads, arrays bound with MPOL_BIND) on the DDR5 node and on the CXL node of the seed-002 \
+                      machine. Published: seed 002's `numactl --membind` runs (400M elements, 100 iterations); the simulation \
+                      uses 20M elements and 5 iterations, which does not change a bandwidth-bound rate."
+            .into(),
+        variants,
+        metrics: vec![
+            "workloads[0].copy_mbps".into(),
+            "workloads[0].scale_mbps".into(),
+            "workloads[0].add_mbps".into(),
+            "workloads[0].triad_mbps".into(),
+        ],
+        derive: Vec::new(),
+        plots: vec![PlotSpec {
+            file: "stream-placement.png".into(),
+            kind: "bar".into(),
+            title: "STREAM best rate by placement (MB/s)".into(),
+            x: None,
+            y: vec!["workloads[0].copy_mbps".into(), "workloads[0].triad_mbps".into()],
+            variants: None,
+            xlabel: None,
+            ylabel: Some("MB/s".into()),
+            logx: false,
+            timeline_kind: None,
+        }],
+        notes: vec!["Rates follow STREAM's counting: write-allocate traffic is not counted.".into()],
+    }
+}
+
+fn machine_topology(preset: &str) -> Topology {
+    let v = tiermem_core::presets::machine_value(preset).expect("preset exists");
+    let m = tiermem_core::config::typed(v, "machine").expect("preset is valid");
+    Topology::new(&m).expect("preset is valid")
+}
+
+/// Load an experiment from a TOML file.
+pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: Some(origin.clone()),
+        key: String::new(),
+        message: format!("cannot read: {e}"),
+    })?;
+    let v: toml::Value = toml::from_str(&text).map_err(|e| ConfigError {
+        file: Some(origin.clone()),
+        key: String::new(),
+        message: format!("TOML syntax error: {}", e.message()),
+    })?;
+    let t = v.as_table().ok_or_else(|| {
+        ConfigError::invalid("", "an experiment must be a table").in_file(&origin)
+    })?;
+    for k in t.keys() {
+        if ![
+            "name",
+            "description",
+            "base",
+            "metrics",
+            "variants",
+            "notes",
+        ]
+        .contains(&k.as_str())
+        {
+            return Err(ConfigError::invalid(
+                k.clone(),
+                "unknown key (expected name, description, base, metrics, variants, notes)",
+            )
+            .in_file(&origin));
+        }
+    }
+    let get_str = |k: &str| t.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    let name =
+        get_str("name").ok_or_else(|| ConfigError::invalid("name", "missing").in_file(&origin))?;
+    let base = match t.get("base") {
+        Some(toml::Value::String(p)) => {
+            let bp = path.parent().unwrap_or(Path::new(".")).join(p);
+            let btext = std::fs::read_to_string(&bp).map_err(|e| {
+                ConfigError::invalid("base", format!("cannot read {}: {e}", bp.display()))
+                    .in_file(&origin)
+            })?;
+            resolve_toml(&btext, &bp.display().to_string())?
+        }
+        Some(toml::Value::Table(bt)) => {
+            let s = toml::to_string(bt)
+                .map_err(|e| ConfigError::invalid("base", e.to_string()).in_file(&origin))?;
+            resolve_toml(&s, &origin)?
+        }
+        _ => {
+            return Err(ConfigError::invalid(
+                "base",
+                "missing: a config file path or an inline [base] table",
+            )
+            .in_file(&origin))
+        }
+    };
+    let metrics: Vec<String> = match t.get("metrics") {
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .map(|m| {
+                m.as_str().map(str::to_string).ok_or_else(|| {
+                    ConfigError::invalid("metrics", "must be strings").in_file(&origin)
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        None => vec!["throughput_accesses_per_s".into(), "mean_latency_ns".into()],
+        _ => {
+            return Err(
+                ConfigError::invalid("metrics", "must be an array of metric paths")
+                    .in_file(&origin),
+            )
+        }
+    };
+    let mut variants = Vec::new();
+    let vs = t
+        .get("variants")
+        .and_then(|x| x.as_array())
+        .ok_or_else(|| {
+            ConfigError::invalid("variants", "missing: at least one [[variants]]").in_file(&origin)
+        })?;
+    for (i, vv) in vs.iter().enumerate() {
+        let key = |f: &str| format!("variants[{i}].{f}");
+        let vt = vv.as_table().ok_or_else(|| {
+            ConfigError::invalid(format!("variants[{i}]"), "must be a table").in_file(&origin)
+        })?;
+        for k in vt.keys() {
+            if !["name", "set", "published"].contains(&k.as_str()) {
+                return Err(ConfigError::invalid(
+                    key(k),
+                    "unknown key (expected name, set, published)",
+                )
+                .in_file(&origin));
+            }
+        }
+        let vname = vt
+            .get("name")
+            .and_then(|x| x.as_str())
+            .ok_or_else(|| ConfigError::invalid(key("name"), "missing").in_file(&origin))?;
+        if !vname
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(ConfigError::invalid(
+                key("name"),
+                "use letters, digits, '-', '_' and '.' only",
+            )
+            .in_file(&origin));
+        }
+        let mut cfg = base.clone();
+        if let Some(set) = vt.get("set") {
+            let st = set.as_table().ok_or_else(|| {
+                ConfigError::invalid(key("set"), "must be a table of path = value").in_file(&origin)
+            })?;
+            for (p, val) in st {
+                set_path(&mut cfg, p, val.clone()).map_err(|e| {
+                    ConfigError::invalid(format!("{}.{}", key("set"), e.key), e.message)
+                        .in_file(&origin)
+                })?;
+            }
+        }
+        SimConfig::from_value(&cfg, &format!("{origin} (variant {vname})"))?;
+        let mut published = BTreeMap::new();
+        if let Some(p) = vt.get("published") {
+            let pt = p.as_table().ok_or_else(|| {
+                ConfigError::invalid(key("published"), "must be a table of metric = number")
+                    .in_file(&origin)
+            })?;
+            for (m, val) in pt {
+                let f = val
+                    .as_float()
+                    .or_else(|| val.as_integer().map(|i| i as f64))
+                    .ok_or_else(|| {
+                        ConfigError::invalid(
+                            format!("{}.{m}", key("published")),
+                            "must be a number",
+                        )
+                        .in_file(&origin)
+                    })?;
+                published.insert(m.clone(), f);
+            }
+        }
+        variants.push(Variant {
+            name: vname.to_string(),
+            config: cfg,
+            published,
+            labels: BTreeMap::new(),
+        });
+    }
+    let notes = t
+        .get("notes")
+        .and_then(|x| x.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Experiment {
+        name,
+        description: get_str("description").unwrap_or_default(),
+        variants,
+        metrics,
+        derive: Vec::new(),
+        plots: Vec::new(),
+        notes,
+    })
+}
+
+/// Results of one variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantResult {
+    pub name: String,
+    pub metrics: BTreeMap<String, f64>,
+    pub published: BTreeMap<String, f64>,
+    pub timeline_csv: String,
+    pub summary_json: String,
+}
+
+/// Look a metric path up in a JSON value (`workloads[0].score_accesses_per_s`, `vmstat.pswpout`).
+pub fn metric(value: &serde_json::Value, path: &str) -> Option<f64> {
+    let mut cur = value;
+    for seg in path.split('.') {
+        let (key, rest) = match seg.find('[') {
+            Some(p) => (&seg[..p], &seg[p..]),
+            None => (seg, ""),
+        };
+        if !key.is_empty() {
+            cur = cur.get(key)?;
+        }
+        let mut r = rest;
+        while let Some(s) = r.strip_prefix('[') {
+            let end = s.find(']')?;
+            cur = cur.get(s[..end].parse::<usize>().ok()?)?;
+            r = &s[end + 1..];
+        }
+    }
+    cur.as_f64()
+}
+
+/// Run every variant (in parallel on the available cores, results in variant order) and
+/// write `results.json`, `report.md` and the per-variant files under `out`.
+pub fn run(
+    exp: &Experiment,
+    out: &Path,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<Vec<VariantResult>, SimError> {
+    let io = |p: &Path, e: std::io::Error| SimError::Io {
+        path: p.display().to_string(),
+        source: e,
+    };
+    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    let configs: Vec<SimConfig> = exp
+        .variants
+        .iter()
+        .map(|v| {
+            SimConfig::from_value(
+                &v.config,
+                &format!("experiment {} variant {}", exp.name, v.name),
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    let n = exp.variants.len();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .min(n)
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<crate::engine::SimResult, SimError>>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= n {
+                    break;
+                }
+                let r = Simulation::new(&configs[i]).and_then(|mut sim| sim.run(&mut |_| {}));
+                *slots[i].lock().expect("no poisoned lock") = Some(r);
+                let d = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                progress(d, n, &exp.variants[i].name);
+            });
+        }
+    });
+    let mut results = Vec::new();
+    for (i, v) in exp.variants.iter().enumerate() {
+        let r = slots[i]
+            .lock()
+            .expect("no poisoned lock")
+            .take()
+            .expect("every variant ran")?;
+        let summary_json = serde_json::to_string_pretty(&r.summary).expect("summary serialises");
+        let sv: serde_json::Value = serde_json::from_str(&summary_json).expect("valid json");
+        let mut metrics = BTreeMap::new();
+        for m in &exp.metrics {
+            if let Some(x) = metric(&sv, m) {
+                metrics.insert(m.clone(), x);
+            }
+        }
+        for (k, x) in &v.labels {
+            metrics.insert(k.clone(), *x);
+        }
+        for (vn, d) in &exp.derive {
+            if vn != &v.name {
+                continue;
+            }
+            match d {
+                Derive::LoadedLatencyCurve {
+                    node,
+                    read_fraction,
+                } => {
+                    let topo = Topology::new(&configs[i].machine)?;
+                    let nd = &topo.nodes[*node];
+                    let bw = metric(&sv, "workloads[0].bandwidth_mbps").unwrap_or(0.0) * 1e6;
+                    let lat = metric(&sv, "workloads[0].latency_ns").unwrap_or(0.0);
+                    let u = bw / nd.curve.bsat(*read_fraction);
+                    let curve =
+                        nd.read_latency.ns_f64() * nd.curve.factor_or_saturated(u, *read_fraction);
+                    metrics.insert("curve_latency_ns".into(), curve);
+                    metrics.insert("curve_error_pct".into(), (lat - curve) / curve * 100.0);
+                    metrics.insert("utilisation".into(), u);
+                }
+            }
+        }
+        let vdir = out.join("variants").join(&v.name);
+        std::fs::create_dir_all(&vdir).map_err(|e| io(&vdir, e))?;
+        let cfg_text = toml::to_string(&v.config).expect("config serialises");
+        for (f, body) in [
+            ("config.toml", &cfg_text),
+            ("summary.json", &summary_json),
+            ("timeline.csv", &r.timeline_csv),
+        ] {
+            let p = vdir.join(f);
+            std::fs::write(&p, body).map_err(|e| io(&p, e))?;
+        }
+        results.push(VariantResult {
+            name: v.name.clone(),
+            metrics,
+            published: v.published.clone(),
+            timeline_csv: format!("variants/{}/timeline.csv", v.name),
+            summary_json,
+        });
+    }
+    write_results(exp, out, &results)?;
+    Ok(results)
+}
+
+fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Result<(), SimError> {
+    let io = |p: PathBuf, e: std::io::Error| SimError::Io {
+        path: p.display().to_string(),
+        source: e,
+    };
+    #[derive(Serialize)]
+    struct VariantOut<'a> {
+        name: &'a str,
+        metrics: &'a BTreeMap<String, f64>,
+        published: &'a BTreeMap<String, f64>,
+        timeline_csv: &'a str,
+    }
+    #[derive(Serialize)]
+    struct ResultsOut<'a> {
+        experiment: &'a str,
+        description: &'a str,
+        version: &'a str,
+        variants: Vec<VariantOut<'a>>,
+        plots: &'a [PlotSpec],
+    }
+    let ro = ResultsOut {
+        experiment: &exp.name,
+        description: &exp.description,
+        version: env!("CARGO_PKG_VERSION"),
+        variants: results
+            .iter()
+            .map(|r| VariantOut {
+                name: &r.name,
+                metrics: &r.metrics,
+                published: &r.published,
+                timeline_csv: &r.timeline_csv,
+            })
+            .collect(),
+        plots: &exp.plots,
+    };
+    let p = out.join("results.json");
+    std::fs::write(
+        &p,
+        serde_json::to_string_pretty(&ro).expect("results serialise"),
+    )
+    .map_err(|e| io(p.clone(), e))?;
+    let p = out.join("report.md");
+    std::fs::write(&p, report_markdown(exp, results)).map_err(|e| io(p.clone(), e))?;
+    Ok(())
+}
+
+fn fmt_num(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e6 {
+        format!("{:.4e}", x)
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// The Markdown report: description, a table of metrics (simulated, and published where
+/// known, with the ratio), notes and plots.
+pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
+    let mut s = format!(
+        "# Experiment `{}`\n\n{}\n\ntiermem {}\n\n",
+        exp.name,
+        exp.description,
+        env!("CARGO_PKG_VERSION")
+    );
+    let mut cols: Vec<String> = exp.metrics.clone();
+    for r in results {
+        for k in r.metrics.keys() {
+            if !cols.contains(k) {
+                cols.push(k.clone());
+            }
+        }
+    }
+    let has_pub = results.iter().any(|r| !r.published.is_empty());
+    s.push_str("| variant |");
+    for c in &cols {
+        s.push_str(&format!(" {c} |"));
+        if has_pub && results.iter().any(|r| r.published.contains_key(c)) {
+            s.push_str(&format!(" {c} (published) | sim/published |"));
+        }
+    }
+    s.push('\n');
+    s.push_str("|---|");
+    for c in &cols {
+        s.push_str("---:|");
+        if has_pub && results.iter().any(|r| r.published.contains_key(c)) {
+            s.push_str("---:|---:|");
+        }
+    }
+    s.push('\n');
+    for r in results {
+        s.push_str(&format!("| {} |", r.name));
+        for c in &cols {
+            let v = r.metrics.get(c);
+            s.push_str(&format!(" {} |", v.map_or("–".into(), |x| fmt_num(*x))));
+            if has_pub && results.iter().any(|rr| rr.published.contains_key(c)) {
+                match (v, r.published.get(c)) {
+                    (Some(x), Some(p)) => s.push_str(&format!(" {} | {:.2} |", fmt_num(*p), x / p)),
+                    (_, Some(p)) => s.push_str(&format!(" {} | – |", fmt_num(*p))),
+                    _ => s.push_str(" – | – |"),
+                }
+            }
+        }
+        s.push('\n');
+    }
+    if !exp.notes.is_empty() {
+        s.push('\n');
+        for n in &exp.notes {
+            s.push_str(&format!("- {n}\n"));
+        }
+    }
+    if !exp.plots.is_empty() {
+        s.push_str("\n## Plots\n\n");
+        for p in &exp.plots {
+            s.push_str(&format!("![{}]({})\n\n", p.title, p.file));
+        }
+    }
+    s.push_str("\nPer-variant configs, summaries and timelines are in `variants/`.\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_paths_resolve() {
+        let v: serde_json::Value = serde_json::json!({"a": {"b": [1.0, {"c": 2.5}]}, "x": 3});
+        assert_eq!(metric(&v, "a.b[1].c"), Some(2.5));
+        assert_eq!(metric(&v, "x"), Some(3.0));
+        assert_eq!(metric(&v, "a.b[7]"), None);
+    }
+
+    #[test]
+    fn builtins_build() {
+        for (name, _) in builtins() {
+            let e = builtin(name).unwrap();
+            assert!(!e.variants.is_empty());
+            for v in &e.variants {
+                SimConfig::from_value(&v.config, "t").unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Physical memory: page-table entries, frames, per-node free counts, watermarks and LRU
+//! lists.
+//!
+//! Layout, chosen for the per-access hot path and the 32-bytes-per-page budget:
+//!
+//! * a PTE is one `u64` (8 bytes per virtual page): frame number, node, and the
+//!   present / accessed / dirty / PROT_NONE / swap bits. The hot path reads one word and
+//!   sets bits in it; no other structure is touched unless the page faults.
+//! * a frame is 20 bytes (per node, allocated up to the node's high-water mark): intrusive
+//!   LRU links, the reverse map (owner process and virtual page: one mapping per anonymous
+//!   page), page flags and the 32-bit access-time field NUMA balancing keeps in the
+//!   folio's cpupid bits.
+//!
+//! Free frames are a count plus a LIFO list of recycled frame numbers (like the per-CPU
+//! free lists, the most recently freed frame is reused first).
+
+use tiermem_core::units::{Pages, PAGE_SIZE};
+
+// --- PTE encoding ---------------------------------------------------------------------
+
+/// Bits 0..32: frame number (present) or swap slot (swapped).
+pub const PTE_PFN_MASK: u64 = 0xFFFF_FFFF;
+/// Bits 32..38: node of the frame or the swap device.
+pub const PTE_NODE_SHIFT: u32 = 32;
+pub const PTE_NODE_MASK: u64 = 0x3F;
+/// Page is mapped to a frame.
+pub const PTE_PRESENT: u64 = 1 << 40;
+/// Hardware accessed ("young") bit.
+pub const PTE_ACCESSED: u64 = 1 << 41;
+/// Hardware dirty bit.
+pub const PTE_DIRTY: u64 = 1 << 42;
+/// NUMA-balancing hint: mapped PROT_NONE so the next access faults (`change_prot_numa`).
+pub const PTE_PROTNONE: u64 = 1 << 43;
+/// Swapped out to the swap device; the low bits hold the slot.
+pub const PTE_SWAP: u64 = 1 << 44;
+/// Swapped out to zram; the low bits hold the slot.
+pub const PTE_ZRAM: u64 = 1 << 45;
+
+/// Build a present PTE.
+#[inline]
+pub fn pte_mk(node: usize, pfn: u32) -> u64 {
+    PTE_PRESENT | ((node as u64) << PTE_NODE_SHIFT) | pfn as u64
+}
+
+#[inline]
+pub fn pte_node(pte: u64) -> usize {
+    ((pte >> PTE_NODE_SHIFT) & PTE_NODE_MASK) as usize
+}
+
+#[inline]
+pub fn pte_pfn(pte: u64) -> u32 {
+    (pte & PTE_PFN_MASK) as u32
+}
+
+// --- Frames ----------------------------------------------------------------------------
+
+pub const NIL: u32 = u32::MAX;
+/// Owner value of a free frame.
+pub const OWNER_FREE: u16 = u16::MAX;
+
+/// Frame flag: on the inactive anon list.
+pub const F_LRU_INACTIVE: u8 = 1;
+/// Frame flag: on the active anon list (`PG_active`).
+pub const F_LRU_ACTIVE: u8 = 2;
+/// Frame flag: `PG_referenced` (software second-chance bit).
+pub const F_REFERENCED: u8 = 4;
+
+/// One physical page frame.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Frame {
+    pub prev: u32,
+    pub next: u32,
+    /// Virtual page index (PTE index) in the owner's page table.
+    pub vpn: u32,
+    /// NUMA-balancing access time (ms, masked), stored where the kernel keeps last_cpupid.
+    pub atime: u32,
+    /// Owning process, or [`OWNER_FREE`].
+    pub owner: u16,
+    pub flags: u8,
+    _reserved: u8,
+}
+
+impl Frame {
+    const FREE: Frame = Frame {
+        prev: NIL,
+        next: NIL,
+        vpn: 0,
+        atime: 0,
+        owner: OWNER_FREE,
+        flags: 0,
+        _reserved: 0,
+    };
+}
+
+/// Which LRU list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lru {
+    InactiveAnon = 0,
+    ActiveAnon = 1,
+}
+
+impl Lru {
+    fn flag(self) -> u8 {
+        match self {
+            Lru::InactiveAnon => F_LRU_INACTIVE,
+            Lru::ActiveAnon => F_LRU_ACTIVE,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LruList {
+    /// Most recently added.
+    pub head: u32,
+    /// Oldest: reclaim scans from here.
+    pub tail: u32,
+    pub len: u64,
+}
+
+impl LruList {
+    const EMPTY: LruList = LruList {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+}
+
+/// Zone watermarks in pages (`__setup_per_zone_wmarks`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+    /// `WMARK_PROMO = high + tmp` (5.18+), kswapd's target in tiering mode.
+    pub promo: u64,
+}
+
+/// One node's memory (one zone per node).
+pub struct NodeMem {
+    pub frames: Vec<Frame>,
+    recycled: Vec<u32>,
+    /// Managed pages.
+    pub present: u64,
+    /// Free pages.
+    pub free: u64,
+    /// Pages used by the kernel outside the LRU (the zram pool charged to this node).
+    pub kernel_pages: u64,
+    pub wmark: Watermarks,
+    pub lru: [LruList; 2],
+}
+
+impl NodeMem {
+    pub fn new(present: Pages) -> Self {
+        NodeMem {
+            frames: Vec::new(),
+            recycled: Vec::new(),
+            present: present.0,
+            free: present.0,
+            kernel_pages: 0,
+            wmark: Watermarks::default(),
+            lru: [LruList::EMPTY; 2],
+        }
+    }
+
+    /// Pages holding user data (mapped frames).
+    pub fn used_user(&self) -> u64 {
+        self.present - self.free - self.kernel_pages
+    }
+
+    /// Take a free frame; the caller checked `free > 0`.
+    #[inline]
+    pub fn take_frame(&mut self, owner: u16, vpn: u32) -> u32 {
+        debug_assert!(self.free > 0);
+        self.free -= 1;
+        let pfn = match self.recycled.pop() {
+            Some(p) => p,
+            None => {
+                if self.frames.len() == self.frames.capacity() {
+                    // Grow in bounded steps (not doubling): the table stays within a few
+                    // percent of the frames actually used.
+                    let step = (self.frames.len() / 16).clamp(1 << 12, 1 << 20) as u64;
+                    let room = self.present.saturating_sub(self.frames.len() as u64).max(1);
+                    self.frames.reserve_exact(step.min(room) as usize);
+                }
+                self.frames.push(Frame::FREE);
+                (self.frames.len() - 1) as u32
+            }
+        };
+        let f = &mut self.frames[pfn as usize];
+        *f = Frame::FREE;
+        f.owner = owner;
+        f.vpn = vpn;
+        pfn
+    }
+
+    /// Return a frame (already off the LRU) to the free pool.
+    #[inline]
+    pub fn free_frame(&mut self, pfn: u32) {
+        let f = &mut self.frames[pfn as usize];
+        debug_assert!(f.owner != OWNER_FREE, "double free of pfn {pfn}");
+        debug_assert!(f.flags & (F_LRU_ACTIVE | F_LRU_INACTIVE) == 0);
+        *f = Frame::FREE;
+        self.recycled.push(pfn);
+        self.free += 1;
+    }
+
+    /// Add at the head (most recent end) of a list.
+    pub fn lru_add(&mut self, list: Lru, pfn: u32) {
+        let l = &mut self.lru[list as usize];
+        let old_head = l.head;
+        l.head = pfn;
+        if old_head == NIL {
+            l.tail = pfn;
+        }
+        l.len += 1;
+        if old_head != NIL {
+            self.frames[old_head as usize].prev = pfn;
+        }
+        let f = &mut self.frames[pfn as usize];
+        debug_assert!(
+            f.flags & (F_LRU_ACTIVE | F_LRU_INACTIVE) == 0,
+            "pfn {pfn} already on an LRU"
+        );
+        f.next = old_head;
+        f.prev = NIL;
+        f.flags |= list.flag();
+    }
+
+    /// Which list a frame is on.
+    pub fn lru_of(&self, pfn: u32) -> Option<Lru> {
+        let fl = self.frames[pfn as usize].flags;
+        if fl & F_LRU_INACTIVE != 0 {
+            Some(Lru::InactiveAnon)
+        } else if fl & F_LRU_ACTIVE != 0 {
+            Some(Lru::ActiveAnon)
+        } else {
+            None
+        }
+    }
+
+    /// Unlink a frame from whatever list it is on (isolation).
+    pub fn lru_del(&mut self, pfn: u32) {
+        let Some(list) = self.lru_of(pfn) else { return };
+        let (prev, next) = {
+            let f = &self.frames[pfn as usize];
+            (f.prev, f.next)
+        };
+        let l = &mut self.lru[list as usize];
+        if prev == NIL {
+            l.head = next;
+        }
+        if next == NIL {
+            l.tail = prev;
+        }
+        l.len -= 1;
+        if prev != NIL {
+            self.frames[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.frames[next as usize].prev = prev;
+        }
+        let f = &mut self.frames[pfn as usize];
+        f.prev = NIL;
+        f.next = NIL;
+        f.flags &= !(F_LRU_ACTIVE | F_LRU_INACTIVE);
+    }
+
+    /// The oldest frame of a list.
+    pub fn lru_tail(&self, list: Lru) -> Option<u32> {
+        let t = self.lru[list as usize].tail;
+        (t != NIL).then_some(t)
+    }
+
+    pub fn lru_len(&self, list: Lru) -> u64 {
+        self.lru[list as usize].len
+    }
+
+    /// `inactive_is_low`: `inactive * ratio < active`, ratio = `int_sqrt(10 * GB)` or 1.
+    pub fn inactive_is_low(&self) -> bool {
+        let inactive = self.lru_len(Lru::InactiveAnon);
+        let active = self.lru_len(Lru::ActiveAnon);
+        let gb = (inactive + active) * PAGE_SIZE >> 30;
+        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// Bytes of host memory used by this node's frame tables.
+    pub fn host_bytes(&self) -> usize {
+        self.frames.capacity() * std::mem::size_of::<Frame>() + self.recycled.capacity() * 4
+    }
+}
+
+/// Integer square root (`int_sqrt`).
+pub fn int_sqrt(x: u64) -> u64 {
+    if x < 2 {
+        return x;
+    }
+    let mut r = (x as f64).sqrt() as u64;
+    while r * r > x {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= x {
+        r += 1;
+    }
+    r
+}
+
+/// `calculate_min_free_kbytes`: `int_sqrt(lowmem_kbytes * 16)` clamped to [128, 262144].
+pub fn default_min_free_kbytes(total_pages: u64) -> u64 {
+    let lowmem_kbytes = total_pages * (PAGE_SIZE / 1024);
+    int_sqrt(lowmem_kbytes * 16).clamp(128, 262_144)
+}
+
+/// `__setup_per_zone_wmarks` for one zone: `min` is the zone's share of `min_free_kbytes`
+/// by managed pages; `tmp = max(min/4, managed * watermark_scale_factor / 10000)`;
+/// low = min + tmp, high = low + tmp, promo = high + tmp.
+pub fn zone_watermarks(
+    managed: u64,
+    total_managed: u64,
+    min_free_kbytes: u64,
+    wsf: u32,
+) -> Watermarks {
+    let pages_min = min_free_kbytes >> (tiermem_core::units::PAGE_SHIFT - 10);
+    let min = (pages_min as u128 * managed as u128 / total_managed.max(1) as u128) as u64;
+    let tmp = (min >> 2).max((managed as u128 * wsf as u128 / 10_000) as u64);
+    Watermarks {
+        min,
+        low: min + tmp,
+        high: min + 2 * tmp,
+        promo: min + 3 * tmp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_is_twenty_bytes() {
+        assert_eq!(std::mem::size_of::<Frame>(), 20);
+    }
+
+    #[test]
+    fn watermarks_follow_setup_per_zone_wmarks() {
+        // 16 GiB single node: min_free_kbytes = int_sqrt(16 GiB in KiB * 16) = 16384.
+        let pages = 4 << 20;
+        let mfk = default_min_free_kbytes(pages);
+        assert_eq!(mfk, 16384);
+        let w = zone_watermarks(pages, pages, mfk, 10);
+        assert_eq!(w.min, 4096);
+        // tmp = max(1024, 4194304 * 10 / 10000 = 4194)
+        assert_eq!(w.low, 4096 + 4194);
+        assert_eq!(w.high, 4096 + 2 * 4194);
+        assert_eq!(w.promo, 4096 + 3 * 4194);
+        // Clamp bounds.
+        assert_eq!(default_min_free_kbytes(1), 128);
+        assert_eq!(default_min_free_kbytes(1 << 40), 262_144);
+    }
+
+    #[test]
+    fn lru_links_stay_consistent() {
+        let mut n = NodeMem::new(Pages(16));
+        let a = n.take_frame(0, 0);
+        let b = n.take_frame(0, 1);
+        let c = n.take_frame(0, 2);
+        for p in [a, b, c] {
+            n.lru_add(Lru::InactiveAnon, p);
+        }
+        assert_eq!(n.lru_tail(Lru::InactiveAnon), Some(a));
+        n.lru_del(b);
+        assert_eq!(n.lru_len(Lru::InactiveAnon), 2);
+        n.lru_del(a);
+        assert_eq!(n.lru_tail(Lru::InactiveAnon), Some(c));
+        n.lru_del(c);
+        assert_eq!(n.lru_tail(Lru::InactiveAnon), None);
+        n.free_frame(a);
+        assert_eq!(n.take_frame(1, 9), a, "LIFO reuse");
+    }
+}

@@ -1,0 +1,966 @@
+//! Workload models: access generators for pmbench, STREAM and MLC
+//! (`workload-models.md` §1–§3), and the per-workload results they report.
+//!
+//! A generator fills a batch of [`Access`]es (page-table index, cache lines, kind) for one
+//! thread, or reports a phase mark, a barrier or the end. Generation is batched and
+//! allocation-free so that the engine's per-access loop stays a table lookup and a few
+//! additions.
+
+use crate::kernel::Kernel;
+use rand_core::RngCore;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
+use tiermem_core::config::{
+    MlcConfig, MlcTraffic, PmbenchConfig, PmbenchPattern, SimConfig, StreamConfig, WorkloadConfig,
+};
+use tiermem_core::topology::Topology;
+use tiermem_core::units::{NodeId, SimDuration, SimTime, LINE_SIZE, PAGE_SIZE};
+
+/// Access kinds (low 2 bits) and the streaming flag.
+pub const K_READ: u8 = 0;
+/// A store with read-for-ownership (RFO read + write-back).
+pub const K_WRITE: u8 = 1;
+/// A non-temporal store (write only).
+pub const K_NTWRITE: u8 = 2;
+/// Streaming access: uses the thread's streaming MLP instead of its base MLP.
+pub const K_STREAM: u8 = 4;
+/// Number of latency-table slots per node (kind | stream).
+pub const NR_KINDS: usize = 8;
+
+/// One memory access of a thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Index into the process page table.
+    pub idx: u32,
+    /// Cache lines touched in this page (1..=64).
+    pub lines: u8,
+    pub kind: u8,
+}
+
+/// What a generator produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The batch holds accesses.
+    Accesses,
+    /// The measured phase starts now (pmbench run, MLC measurement).
+    RunStart,
+    /// Wait for the other threads of the process (OpenMP barrier).
+    Barrier,
+    /// The thread has finished.
+    Done,
+}
+
+const BATCH: usize = 256;
+/// Lines in flight for streaming accesses (`K_STREAM`): hardware prefetch and fill
+/// buffers keep 10–16 lines outstanding per core (`workload-models.md` §2).
+pub const STREAM_MLP: u32 = 12;
+
+/// A thread's access generator.
+pub enum Generator {
+    Pmbench(PmbenchGen),
+    Stream(StreamGen),
+    MlcBw(MlcBwGen),
+    MlcLat(MlcLatGen),
+}
+
+impl Generator {
+    /// Fill `out` (cleared first) or return a control step.
+    pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
+        out.clear();
+        match self {
+            Generator::Pmbench(g) => g.next(rng, out),
+            Generator::Stream(g) => g.next(out),
+            Generator::MlcBw(g) => g.next(out),
+            Generator::MlcLat(g) => g.next(rng, out),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// pmbench
+// ---------------------------------------------------------------------------------------
+
+/// A pmbench page pattern (`pattern.c`), per-thread state.
+#[derive(Clone, Debug)]
+pub enum Pattern {
+    Uniform {
+        n: u64,
+    },
+    /// Irwin-Hall: sum of 12 uniform draws over [0, k), k = round((N−1)/12), re-centred.
+    NormalIh {
+        n: u64,
+        k: u64,
+        offset: u64,
+    },
+    /// Box-Muller, mean N/2, σ = shape pages; out-of-range draws go to N/2.
+    Normal {
+        n: u64,
+        sigma: f64,
+        spare: Option<f64>,
+    },
+    /// Bounded Pareto (L = 1, H = N, α = shape) by inverse CDF; page = ⌊v⌋ − 1.
+    Pareto {
+        n: u64,
+        alpha: f64,
+        h_pow: f64,
+    },
+    /// 0, s, 2s, …; at the end restart at phase + 1.
+    Linear {
+        n: u64,
+        stride: u64,
+        cur: u64,
+        phase: u64,
+    },
+}
+
+#[inline]
+fn unit_f64(rng: &mut Xoshiro256PlusPlus) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+impl Pattern {
+    pub fn new(p: PmbenchPattern, n: u64, shape: Option<f64>, stride: u64) -> Pattern {
+        match p {
+            PmbenchPattern::Uniform => Pattern::Uniform { n },
+            PmbenchPattern::NormalIh => {
+                let k = (((n - 1) as f64 / 12.0).round() as u64).max(1);
+                Pattern::NormalIh {
+                    n,
+                    k,
+                    offset: n.saturating_sub(12 * k) / 2,
+                }
+            }
+            PmbenchPattern::Normal => Pattern::Normal {
+                n,
+                sigma: shape.unwrap_or(1.00001),
+                spare: None,
+            },
+            PmbenchPattern::Pareto => {
+                let alpha = shape.unwrap_or(1.161);
+                Pattern::Pareto {
+                    n,
+                    alpha,
+                    h_pow: (n as f64).powf(-alpha),
+                }
+            }
+            PmbenchPattern::Linear => Pattern::Linear {
+                n,
+                stride: stride.min(n).max(1),
+                cur: 0,
+                phase: 0,
+            },
+        }
+    }
+
+    /// The next page in [0, N).
+    #[inline]
+    pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus) -> u64 {
+        match self {
+            Pattern::Uniform { n } => ((rng.next_u64() >> 32) * *n) >> 32,
+            Pattern::NormalIh { n, k, offset } => {
+                let mut sum = 0u64;
+                for _ in 0..6 {
+                    let r = rng.next_u64();
+                    sum += ((r & 0xFFFF_FFFF) * *k) >> 32;
+                    sum += ((r >> 32) * *k) >> 32;
+                }
+                (sum + *offset).min(*n - 1)
+            }
+            Pattern::Normal { n, sigma, spare } => {
+                let z = match spare.take() {
+                    Some(z) => z,
+                    None => {
+                        let u1 = unit_f64(rng).max(f64::MIN_POSITIVE);
+                        let u2 = unit_f64(rng);
+                        let r = (-2.0 * u1.ln()).sqrt();
+                        let th = std::f64::consts::TAU * u2;
+                        *spare = Some(r * th.sin());
+                        r * th.cos()
+                    }
+                };
+                let v = (*n as f64) / 2.0 + z * *sigma;
+                if v >= 0.0 && v < *n as f64 {
+                    v as u64
+                } else {
+                    *n / 2
+                }
+            }
+            Pattern::Pareto { n, alpha, h_pow } => {
+                let u = unit_f64(rng);
+                let x = (1.0 - u * (1.0 - *h_pow)).powf(-1.0 / *alpha);
+                ((x.floor() as u64).saturating_sub(1)).min(*n - 1)
+            }
+            Pattern::Linear {
+                n,
+                stride,
+                cur,
+                phase,
+            } => {
+                let page = *cur;
+                *cur += *stride;
+                if *cur >= *n {
+                    *phase = (*phase + 1) % *stride;
+                    *cur = *phase;
+                }
+                page
+            }
+        }
+    }
+
+    /// Warm-up draws before the timed run (`pmbench.c`: uniform 4N, linear N, normal N,
+    /// normal_ih N−1, pareto 8N).
+    pub fn warmup_draws(&self) -> u64 {
+        match self {
+            Pattern::Uniform { n } => 4 * n,
+            Pattern::Linear { n, .. } | Pattern::Normal { n, .. } => *n,
+            Pattern::NormalIh { n, .. } => n - 1,
+            Pattern::Pareto { n, .. } => 8 * n,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PmPhase {
+    Init { next: u64 },
+    Warmup { left: u64 },
+    StartRun,
+    Run,
+}
+
+/// One pmbench thread.
+pub struct PmbenchGen {
+    pattern: Pattern,
+    map_pages: u64,
+    /// `read if draw mod 1024 < read_threshold` (= ratio·1024/100).
+    read_threshold: u64,
+    phase: PmPhase,
+}
+
+impl PmbenchGen {
+    pub fn new(cfg: &PmbenchConfig, thread: u32) -> Self {
+        let map_pages = cfg.mapsize.pages_ceil().0;
+        let set_pages = cfg
+            .setsize
+            .unwrap_or(cfg.mapsize)
+            .pages_ceil()
+            .0
+            .min(map_pages);
+        let pattern = Pattern::new(cfg.pattern, set_pages, cfg.shape, cfg.stride);
+        let warm = if cfg.cold { 0 } else { pattern.warmup_draws() };
+        // Only the first thread of a process initialises the map (-i runs before the threads start).
+        let phase = if cfg.initialize && thread == 0 {
+            PmPhase::Init { next: 0 }
+        } else if warm > 0 {
+            PmPhase::Warmup { left: warm }
+        } else {
+            PmPhase::StartRun
+        };
+        PmbenchGen {
+            pattern,
+            map_pages,
+            read_threshold: cfg.read_ratio as u64 * 1024 / 100,
+            phase,
+        }
+    }
+
+    fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
+        match self.phase {
+            PmPhase::Init { next } => {
+                // Sequential write of every map page (all 64 lines).
+                let end = (next + BATCH as u64).min(self.map_pages);
+                for p in next..end {
+                    out.push(Access {
+                        idx: p as u32,
+                        lines: 64,
+                        kind: K_WRITE | K_STREAM,
+                    });
+                }
+                self.phase = if end >= self.map_pages {
+                    let warm = self.pattern.warmup_draws();
+                    PmPhase::Warmup { left: warm }
+                } else {
+                    PmPhase::Init { next: end }
+                };
+                Step::Accesses
+            }
+            PmPhase::Warmup { left } => {
+                if left == 0 {
+                    self.phase = PmPhase::StartRun;
+                    return self.next(rng, out);
+                }
+                let n = left.min(BATCH as u64);
+                self.fill(rng, out, n as usize);
+                self.phase = PmPhase::Warmup { left: left - n };
+                Step::Accesses
+            }
+            PmPhase::StartRun => {
+                self.phase = PmPhase::Run;
+                Step::RunStart
+            }
+            PmPhase::Run => {
+                self.fill(rng, out, BATCH);
+                Step::Accesses
+            }
+        }
+    }
+
+    #[inline]
+    fn fill(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>, n: usize) {
+        let thr = self.read_threshold;
+        for _ in 0..n {
+            let page = self.pattern.next(rng);
+            let rw = rng.next_u64() & 1023;
+            out.push(Access {
+                idx: page as u32,
+                lines: 1,
+                kind: if rw < thr { K_READ } else { K_WRITE },
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// STREAM
+// ---------------------------------------------------------------------------------------
+
+/// STREAM kernels in order.
+pub const STREAM_KERNELS: [&str; 4] = ["copy", "scale", "add", "triad"];
+
+/// One STREAM thread: its contiguous chunk of the three arrays (static OpenMP schedule).
+pub struct StreamGen {
+    /// PTE bases of arrays a, b, c.
+    base: [u32; 3],
+    /// Page range of this thread's chunk and the bytes in the last page of the array.
+    first: u64,
+    end: u64,
+    array_pages: u64,
+    last_page_lines: u8,
+    ntimes: u32,
+    nt: bool,
+    /// 0 = init, then 1 + iteration*4 + kernel.
+    step: u32,
+    page: u64,
+}
+
+impl StreamGen {
+    pub fn new(cfg: &StreamConfig, base: [u32; 3], thread: u32) -> Self {
+        let bytes = cfg.array_elements * 8;
+        let array_pages = bytes.div_ceil(PAGE_SIZE);
+        let t = cfg.threads as u64;
+        let first = array_pages * thread as u64 / t;
+        let end = array_pages * (thread as u64 + 1) / t;
+        let tail = bytes - (array_pages - 1) * PAGE_SIZE;
+        StreamGen {
+            base,
+            first,
+            end,
+            array_pages,
+            last_page_lines: tail.div_ceil(LINE_SIZE) as u8,
+            ntimes: cfg.ntimes,
+            nt: cfg.nt_stores,
+            step: 0,
+            page: first,
+        }
+    }
+
+    fn next(&mut self, out: &mut Vec<Access>) -> Step {
+        if self.step > self.ntimes * 4 {
+            return Step::Done;
+        }
+        if self.page >= self.end {
+            self.step += 1;
+            self.page = self.first;
+            return Step::Barrier;
+        }
+        let w = if self.nt { K_NTWRITE } else { K_WRITE } | K_STREAM;
+        let r = K_READ | K_STREAM;
+        let stop = (self.page + (BATCH as u64 / 3)).min(self.end);
+        let [a, b, c] = self.base;
+        for p in self.page..stop {
+            let lines = if p + 1 == self.array_pages {
+                self.last_page_lines
+            } else {
+                64
+            };
+            let i = p as u32;
+            let mut push = |base: u32, kind: u8| {
+                out.push(Access {
+                    idx: base + i,
+                    lines,
+                    kind,
+                })
+            };
+            if self.step == 0 {
+                // Initialisation: a = 1, b = 2, c = 0 (first touch by this thread).
+                push(a, w);
+                push(b, w);
+                push(c, w);
+            } else {
+                match (self.step - 1) % 4 {
+                    0 => {
+                        push(a, r); // copy: c = a
+                        push(c, w);
+                    }
+                    1 => {
+                        push(c, r); // scale: b = q·c
+                        push(b, w);
+                    }
+                    2 => {
+                        push(a, r); // add: c = a + b
+                        push(b, r);
+                        push(c, w);
+                    }
+                    _ => {
+                        push(b, r); // triad: a = b + q·c
+                        push(c, r);
+                        push(a, w);
+                    }
+                }
+            }
+        }
+        self.page = stop;
+        Step::Accesses
+    }
+}
+
+/// STREAM's counted bytes per kernel (without write-allocate traffic), per element.
+pub fn stream_counted_bytes(kernel: usize) -> u64 {
+    match kernel {
+        0 | 1 => 16,
+        _ => 24,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// MLC
+// ---------------------------------------------------------------------------------------
+
+/// The per-line access kinds of an MLC traffic type (memory-side read:write with RFO).
+pub fn mlc_sequence(t: MlcTraffic) -> &'static [u8] {
+    match t {
+        MlcTraffic::R => &[K_READ],
+        MlcTraffic::W2 => &[K_READ, K_WRITE],
+        MlcTraffic::W3 | MlcTraffic::W11 => &[K_READ, K_READ, K_WRITE],
+        MlcTraffic::W5 => &[K_WRITE],
+        MlcTraffic::W6 => &[K_NTWRITE],
+        MlcTraffic::W7 | MlcTraffic::W10 => &[K_READ, K_READ, K_NTWRITE],
+        MlcTraffic::W8 => &[K_READ, K_NTWRITE],
+    }
+}
+
+/// An MLC bandwidth thread: sequential lines over a private buffer.
+pub struct MlcBwGen {
+    base: u32,
+    pages: u32,
+    seq: &'static [u8],
+    started: bool,
+    init_next: u32,
+    page: u32,
+    seq_pos: usize,
+}
+
+impl MlcBwGen {
+    pub fn new(base: u32, pages: u32, traffic: MlcTraffic) -> Self {
+        MlcBwGen {
+            base,
+            pages,
+            seq: mlc_sequence(traffic),
+            started: false,
+            init_next: 0,
+            page: 0,
+            seq_pos: 0,
+        }
+    }
+
+    fn next(&mut self, out: &mut Vec<Access>) -> Step {
+        if self.init_next < self.pages {
+            let end = (self.init_next + BATCH as u32).min(self.pages);
+            for p in self.init_next..end {
+                out.push(Access {
+                    idx: self.base + p,
+                    lines: 64,
+                    kind: K_WRITE | K_STREAM,
+                });
+            }
+            self.init_next = end;
+            return Step::Accesses;
+        }
+        if !self.started {
+            self.started = true;
+            return Step::RunStart;
+        }
+        for _ in 0..BATCH {
+            let kind = self.seq[self.seq_pos] | K_STREAM;
+            self.seq_pos = (self.seq_pos + 1) % self.seq.len();
+            out.push(Access {
+                idx: self.base + self.page,
+                lines: 64,
+                kind,
+            });
+            self.page = (self.page + 1) % self.pages;
+        }
+        Step::Accesses
+    }
+}
+
+/// The MLC latency thread: dependent random reads over its buffer.
+pub struct MlcLatGen {
+    base: u32,
+    pages: u32,
+    started: bool,
+    init_next: u32,
+}
+
+impl MlcLatGen {
+    pub fn new(base: u32, pages: u32) -> Self {
+        MlcLatGen {
+            base,
+            pages,
+            started: false,
+            init_next: 0,
+        }
+    }
+
+    fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
+        if self.init_next < self.pages {
+            let end = (self.init_next + BATCH as u32).min(self.pages);
+            for p in self.init_next..end {
+                out.push(Access {
+                    idx: self.base + p,
+                    lines: 64,
+                    kind: K_WRITE | K_STREAM,
+                });
+            }
+            self.init_next = end;
+            return Step::Accesses;
+        }
+        if !self.started {
+            self.started = true;
+            return Step::RunStart;
+        }
+        for _ in 0..BATCH {
+            let p = ((rng.next_u64() >> 32) * self.pages as u64) >> 32;
+            out.push(Access {
+                idx: self.base + p as u32,
+                lines: 1,
+                kind: K_READ,
+            });
+        }
+        Step::Accesses
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Building threads from config
+// ---------------------------------------------------------------------------------------
+
+/// What the engine needs to run one thread.
+pub struct ThreadSpec {
+    pub workload: usize,
+    pub proc: u16,
+    pub cpu_node: NodeId,
+    /// Base memory-level parallelism (lines in flight).
+    pub mlp: u32,
+    pub cpu_per_access: SimDuration,
+    pub cpu_per_line: SimDuration,
+    pub start: SimDuration,
+    /// Length of the measured phase after `RunStart`, if bounded.
+    pub run_duration: Option<SimDuration>,
+    /// Barrier group (threads of one process that synchronise).
+    pub barrier_group: Option<usize>,
+    pub generator: Generator,
+    /// Is this the MLC latency thread?
+    pub latency_probe: bool,
+}
+
+/// Create the processes of every workload in the kernel and return their threads.
+pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<ThreadSpec> {
+    let first_cpu = topo
+        .nodes
+        .iter()
+        .find(|n| n.has_cpus())
+        .map(|n| n.id)
+        .unwrap_or(NodeId(0));
+    let mut threads = Vec::new();
+    let mut barrier_groups = 0;
+    for (wi, w) in cfg.workloads.iter().enumerate() {
+        match w {
+            WorkloadConfig::Pmbench(p) => {
+                let name = p.name.clone().unwrap_or_else(|| format!("pmbench{wi}"));
+                let cpu_nodes = if p.cpu_nodes.is_empty() {
+                    vec![first_cpu]
+                } else {
+                    p.cpu_nodes.clone()
+                };
+                let pages = p.mapsize.pages_ceil().0 as u32;
+                for pi in 0..p.processes {
+                    let cpu = cpu_nodes[pi as usize % cpu_nodes.len()];
+                    let proc = kernel.add_process(
+                        format!("{name}.{pi}"),
+                        cpu,
+                        p.policy.clone(),
+                        vec![("map".into(), pages, None)],
+                    );
+                    for t in 0..p.threads {
+                        threads.push(ThreadSpec {
+                            workload: wi,
+                            proc,
+                            cpu_node: cpu,
+                            mlp: 1,
+                            cpu_per_access: p.cpu_per_access.unwrap_or(topo.cpu_per_access),
+                            cpu_per_line: SimDuration::ZERO,
+                            start: p.start,
+                            run_duration: p.duration,
+                            barrier_group: None,
+                            generator: Generator::Pmbench(PmbenchGen::new(p, t)),
+                            latency_probe: false,
+                        });
+                    }
+                }
+            }
+            WorkloadConfig::Stream(s) => {
+                let name = s.name.clone().unwrap_or_else(|| format!("stream{wi}"));
+                let cpu = s.cpu_node.unwrap_or(first_cpu);
+                let pages = (s.array_elements * 8).div_ceil(PAGE_SIZE) as u32;
+                let proc = kernel.add_process(
+                    name,
+                    cpu,
+                    s.policy.clone(),
+                    vec![
+                        ("a".into(), pages, None),
+                        ("b".into(), pages, None),
+                        ("c".into(), pages, None),
+                    ],
+                );
+                let group = barrier_groups;
+                barrier_groups += 1;
+                for t in 0..s.threads {
+                    threads.push(ThreadSpec {
+                        workload: wi,
+                        proc,
+                        cpu_node: cpu,
+                        mlp: s.mlp,
+                        cpu_per_access: SimDuration::ZERO,
+                        cpu_per_line: s.cpu_per_line,
+                        start: s.start,
+                        run_duration: None,
+                        barrier_group: Some(group),
+                        generator: Generator::Stream(StreamGen::new(s, [0, pages, 2 * pages], t)),
+                        latency_probe: false,
+                    });
+                }
+            }
+            WorkloadConfig::Mlc(m) => {
+                let name = m.name.clone().unwrap_or_else(|| format!("mlc{wi}"));
+                let cpu = m.cpu_node.unwrap_or(first_cpu);
+                let bw_pages = m.buffer.pages_ceil().0 as u32;
+                let lat_pages = m.latency_buffer.pages_ceil().0 as u32;
+                let mut vmas: Vec<(String, u32, Option<_>)> = (0..m.bw_threads)
+                    .map(|t| (format!("buf{t}"), bw_pages, None))
+                    .collect();
+                if m.latency_thread {
+                    vmas.push(("latbuf".into(), lat_pages, None));
+                }
+                let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas);
+                let per_line = SimDuration::from_ns_f64(m.delay_cycles as f64 / m.cpu_ghz);
+                for t in 0..m.bw_threads {
+                    threads.push(ThreadSpec {
+                        workload: wi,
+                        proc,
+                        cpu_node: cpu,
+                        mlp: m.mlp,
+                        cpu_per_access: SimDuration::ZERO,
+                        cpu_per_line: per_line,
+                        start: m.start,
+                        run_duration: m.duration,
+                        barrier_group: None,
+                        generator: Generator::MlcBw(MlcBwGen::new(
+                            t * bw_pages,
+                            bw_pages,
+                            m.traffic,
+                        )),
+                        latency_probe: false,
+                    });
+                }
+                if m.latency_thread {
+                    threads.push(ThreadSpec {
+                        workload: wi,
+                        proc,
+                        cpu_node: cpu,
+                        mlp: 1,
+                        cpu_per_access: SimDuration::from_ns(1),
+                        cpu_per_line: SimDuration::ZERO,
+                        start: m.start,
+                        run_duration: m.duration,
+                        barrier_group: None,
+                        generator: Generator::MlcLat(MlcLatGen::new(
+                            m.bw_threads * bw_pages,
+                            lat_pages,
+                        )),
+                        latency_probe: true,
+                    });
+                }
+            }
+        }
+    }
+    threads
+}
+
+/// Per-thread figures the engine hands to the workload reports.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadReport {
+    pub workload: usize,
+    pub latency_probe: bool,
+    /// Time of the `RunStart` mark and the end of the measured phase.
+    pub run_start: Option<SimTime>,
+    pub run_end: Option<SimTime>,
+    /// Accesses, traffic bytes and summed loaded latency (ps × lines) in the measured phase.
+    pub run_accesses: u64,
+    pub run_bytes: u64,
+    pub run_lines: u64,
+    pub run_latency_ps: u128,
+}
+
+/// Results of one workload.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum WorkloadResult {
+    Pmbench {
+        name: String,
+        processes: u32,
+        threads: u32,
+        /// Σ over threads of accesses (whole 10k batches) / run time, as lkp's
+        /// `pmbench.throughput.aps`.
+        score_accesses_per_s: f64,
+        /// Mean time per access over threads (pmbench's `latency.ns.average`).
+        mean_access_ns: f64,
+        run_seconds: f64,
+    },
+    Stream {
+        name: String,
+        threads: u32,
+        /// Best rate per kernel in MB/s (1e6 bytes), STREAM's counting (no write-allocate).
+        copy_mbps: f64,
+        scale_mbps: f64,
+        add_mbps: f64,
+        triad_mbps: f64,
+        /// Whether all `ntimes` iterations completed within the simulation.
+        complete: bool,
+    },
+    Mlc {
+        name: String,
+        traffic: String,
+        delay_cycles: u64,
+        /// Reads + writes at the memory, all threads, MB/s.
+        bandwidth_mbps: f64,
+        /// Mean loaded latency seen by the latency thread, ns.
+        latency_ns: f64,
+    },
+}
+
+/// Compute each workload's result from its threads' reports and barrier release times.
+pub fn results(
+    cfg: &SimConfig,
+    reports: &[ThreadReport],
+    barriers: &[Vec<SimTime>],
+) -> Vec<WorkloadResult> {
+    let mut out = Vec::new();
+    let mut group = 0;
+    for (wi, w) in cfg.workloads.iter().enumerate() {
+        let rs: Vec<&ThreadReport> = reports.iter().filter(|r| r.workload == wi).collect();
+        match w {
+            WorkloadConfig::Pmbench(p) => {
+                let mut score = 0.0;
+                let mut lat = 0.0;
+                let mut run = 0.0f64;
+                let mut nthr = 0;
+                for r in &rs {
+                    if let (Some(s), Some(e)) = (r.run_start, r.run_end) {
+                        let secs = e.since(s).secs_f64();
+                        if secs > 0.0 {
+                            // pmbench counts whole batches of 10,000 accesses.
+                            score += (r.run_accesses / 10_000 * 10_000) as f64 / secs;
+                            if r.run_accesses > 0 {
+                                lat += secs * 1e9 / r.run_accesses as f64;
+                            }
+                            run = run.max(secs);
+                            nthr += 1;
+                        }
+                    }
+                }
+                out.push(WorkloadResult::Pmbench {
+                    name: p.name.clone().unwrap_or_else(|| format!("pmbench{wi}")),
+                    processes: p.processes,
+                    threads: p.threads,
+                    score_accesses_per_s: score,
+                    mean_access_ns: if nthr > 0 { lat / nthr as f64 } else { 0.0 },
+                    run_seconds: run,
+                });
+            }
+            WorkloadConfig::Stream(s) => {
+                let rel = &barriers[group];
+                group += 1;
+                // rel[0] = end of init; then one release per kernel.
+                let mut best = [f64::INFINITY; 4];
+                let mut complete = true;
+                for it in 1..s.ntimes as usize {
+                    for k in 0..4 {
+                        let i = it * 4 + k;
+                        match (rel.get(i), rel.get(i + 1)) {
+                            (Some(a), Some(b)) => best[k] = best[k].min(b.since(*a).secs_f64()),
+                            _ => complete = false,
+                        }
+                    }
+                }
+                let rate = |k: usize| {
+                    if best[k].is_finite() && best[k] > 0.0 {
+                        1e-6 * (stream_counted_bytes(k) * s.array_elements) as f64 / best[k]
+                    } else {
+                        0.0
+                    }
+                };
+                out.push(WorkloadResult::Stream {
+                    name: s.name.clone().unwrap_or_else(|| format!("stream{wi}")),
+                    threads: s.threads,
+                    copy_mbps: rate(0),
+                    scale_mbps: rate(1),
+                    add_mbps: rate(2),
+                    triad_mbps: rate(3),
+                    complete,
+                });
+            }
+            WorkloadConfig::Mlc(m) => out.push(mlc_result(m, wi, &rs)),
+        }
+    }
+    out
+}
+
+fn mlc_result(m: &MlcConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadResult {
+    let lat: Vec<&&ThreadReport> = rs.iter().filter(|r| r.latency_probe).collect();
+    let latency_ns = lat.first().map_or(0.0, |r| {
+        if r.run_lines > 0 {
+            r.run_latency_ps as f64 / r.run_lines as f64 / 1e3
+        } else {
+            0.0
+        }
+    });
+    // Bandwidth counted over each thread's own window (threads start measuring at slightly
+    // different times after initialising their buffers).
+    let bw: f64 = rs
+        .iter()
+        .filter_map(|r| match (r.run_start, r.run_end) {
+            (Some(s), Some(e)) if e > s => Some(r.run_bytes as f64 / e.since(s).secs_f64()),
+            _ => None,
+        })
+        .sum();
+    WorkloadResult::Mlc {
+        name: m.name.clone().unwrap_or_else(|| format!("mlc{wi}")),
+        traffic: format!("{:?}", m.traffic),
+        delay_cycles: m.delay_cycles,
+        bandwidth_mbps: bw / 1e6,
+        latency_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn normal_ih_has_sigma_n_over_12_and_central_mass() {
+        let n = 120_000u64;
+        let mut p = Pattern::new(PmbenchPattern::NormalIh, n, None, 1);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let draws = 200_000;
+        let (mut sum, mut sq, mut central) = (0.0, 0.0, 0u64);
+        for _ in 0..draws {
+            let x = p.next(&mut rng) as f64;
+            sum += x;
+            sq += x * x;
+            if (x - n as f64 / 2.0).abs() < n as f64 / 12.0 {
+                central += 1;
+            }
+        }
+        let mean = sum / draws as f64;
+        let sd = (sq / draws as f64 - mean * mean).sqrt();
+        assert!((mean / n as f64 - 0.5).abs() < 0.005, "mean {mean}");
+        assert!((sd / (n as f64 / 12.0) - 1.0).abs() < 0.02, "sd {sd}");
+        // ±1σ holds 68.3 % of accesses.
+        let frac = central as f64 / draws as f64;
+        assert!((frac - 0.683).abs() < 0.01, "central {frac}");
+    }
+
+    #[test]
+    fn pareto_puts_hot_pages_first() {
+        let n = 10_000;
+        let mut p = Pattern::new(PmbenchPattern::Pareto, n, None, 1);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let low = (0..100_000).filter(|_| p.next(&mut rng) < n / 5).count();
+        assert!(low > 70_000, "80/20-ish expected, got {low}");
+    }
+
+    #[test]
+    fn linear_touches_every_page() {
+        let mut p = Pattern::new(PmbenchPattern::Linear, 10, None, 3);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut seen: Vec<u64> = (0..10).map(|_| p.next(&mut rng)).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 10);
+    }
+
+    #[test]
+    fn read_ratio_80_gives_79_98_percent_reads() {
+        let cfg = PmbenchConfig {
+            name: None,
+            processes: 1,
+            threads: 1,
+            mapsize: tiermem_core::units::Bytes::mib(4),
+            setsize: None,
+            pattern: PmbenchPattern::Uniform,
+            shape: None,
+            stride: 1,
+            read_ratio: 80,
+            initialize: false,
+            cold: true,
+            duration: None,
+            cpu_nodes: vec![],
+            policy: Default::default(),
+            cpu_per_access: None,
+            start: SimDuration::ZERO,
+        };
+        let mut g = PmbenchGen::new(&cfg, 0);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut out = Vec::new();
+        assert_eq!(g.next(&mut rng, &mut out), Step::RunStart);
+        let mut reads = 0;
+        let mut total = 0;
+        for _ in 0..4000 {
+            g.next(&mut rng, &mut out);
+            reads += out.iter().filter(|a| a.kind == K_READ).count();
+            total += out.len();
+        }
+        let f = reads as f64 / total as f64;
+        assert!((f - 0.7998).abs() < 0.003, "{f}");
+    }
+
+    #[test]
+    fn mlc_sequences_have_published_read_shares() {
+        let share = |t| {
+            let s = mlc_sequence(t);
+            let (mut r, mut w) = (0, 0);
+            for &k in s {
+                let (a, b) = crate::timing::TimingModel::traffic(k, 1);
+                r += a;
+                w += b;
+            }
+            r as f64 / (r + w) as f64
+        };
+        assert!((share(MlcTraffic::W2) - 2.0 / 3.0).abs() < 1e-9);
+        assert!((share(MlcTraffic::W5) - 0.5).abs() < 1e-9);
+        assert!((share(MlcTraffic::W3) - 0.75).abs() < 1e-9);
+        assert_eq!(share(MlcTraffic::W6), 0.0);
+        assert_eq!(share(MlcTraffic::R), 1.0);
+    }
+}
