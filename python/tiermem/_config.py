@@ -182,7 +182,9 @@ def _write_table(
 # Durations
 # ---------------------------------------------------------------------------------------
 
-_DURATION = re.compile(r"^\s*(?P<num>[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)\s*(?P<unit>\S*)\s*$")
+_DURATION = re.compile(
+    r"^\s*(?P<num>[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)\s*(?P<unit>\S*)\s*$"
+)
 
 #: Seconds per unit, matching the units accepted by the simulator's config parser.
 _SECONDS_PER_UNIT = {

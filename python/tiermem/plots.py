@@ -31,7 +31,10 @@ Plot fields: ``file`` and ``type`` are required; ``title``, ``x``, ``y`` (a metr
 column name, or a list of them), ``variants`` (names to include, all when null),
 ``xlabel``, ``ylabel``, ``logx``, ``logy`` and, for timelines, ``kind`` (one of
 :data:`KINDS`) and ``subplots`` (one panel per variant instead of a shared axes) are
-optional. A metric name may be a dotted path into nested metric dicts. A plot whose data
+optional. Metric names are keys of a variant's ``metrics`` (such as
+``"workloads[0].triad_mbps"``) or dotted paths into nested metric objects. A variant may
+also carry ``"published": {metric: value}``: bar and line plots draw those reference
+figures beside the simulated ones. A plot whose data
 is missing is skipped with a warning on stderr; the other plots are still written.
 """
 
@@ -304,7 +307,9 @@ def load_results(out_dir: Union[str, os.PathLike]) -> Dict[str, Any]:
     try:
         results = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ResultsError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+        raise ResultsError(
+            f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+        ) from None
     if not isinstance(results, dict):
         raise ResultsError(f"{path}: expected a JSON object at the top level")
     variants = results.get("variants")
@@ -313,8 +318,9 @@ def load_results(out_dir: Union[str, os.PathLike]) -> Dict[str, Any]:
     for i, v in enumerate(variants):
         if not isinstance(v, dict) or not isinstance(v.get("name"), str):
             raise ResultsError(f"{path}: variants[{i}] must be an object with a string `name`")
-        if not isinstance(v.get("metrics") or {}, dict):
-            raise ResultsError(f"{path}: variants[{i}].metrics must be an object or null")
+        for field in ("metrics", "published"):
+            if not isinstance(v.get(field) or {}, dict):
+                raise ResultsError(f"{path}: variants[{i}].{field} must be an object or null")
         csv = v.get("timeline_csv")
         if csv is not None and not isinstance(csv, str):
             raise ResultsError(f"{path}: variants[{i}].timeline_csv must be a string or null")
@@ -327,9 +333,13 @@ def load_results(out_dir: Union[str, os.PathLike]) -> Dict[str, Any]:
     return results
 
 
-def _metric(variant: Mapping[str, Any], name: str) -> Optional[float]:
-    """A variant's numeric metric (a key or a dotted path into nested metrics)."""
-    value: Any = variant.get("metrics") or {}
+def _metric(variant: Mapping[str, Any], name: str, field: str = "metrics") -> Optional[float]:
+    """A variant's numeric metric (a key or a dotted path into nested metrics).
+
+    ``field`` selects the table: ``"metrics"`` (simulated) or ``"published"``. Missing,
+    null (NaN in the simulator's JSON) and non-numeric values are None.
+    """
+    value: Any = variant.get(field) or {}
     if name in value:
         value = value[name]
     else:
@@ -415,10 +425,18 @@ def _bar(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
     fig, (ax,) = _new_figure()
     positions = np.arange(len(variants))
     width = 0.8 / len(ys)
+    published_label = "published"
     for j, y in enumerate(ys):
         offset = (j - (len(ys) - 1) / 2) * width
         bars = ax.bar(positions + offset, values[:, j], width, label=y if len(ys) > 1 else None)
         ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=2)
+        # Published figures, when the experiment has them: a dashed line across the bar.
+        for pos, v in zip(positions + offset, variants):
+            pub = _metric(v, y, "published")
+            if pub is not None:
+                ax.hlines(pub, pos - width / 2, pos + width / 2, colors="black",
+                          linestyles="--", linewidth=1.5, zorder=3, label=published_label)
+                published_label = None
     names = [v["name"] for v in variants]
     slanted = len(names) > 6 or max(len(n) for n in names) > 12
     ax.set_xticks(positions)
@@ -460,8 +478,15 @@ def _line(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
 
     fig, (ax,) = _new_figure()
     for y_name, pairs in lines:
-        ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker="o",
-                label=y_name if len(lines) > 1 else None)
+        # Published figures, when the experiment has them, as crosses of the same color.
+        published = [(x, _metric(v, y_name, "published")) for x, v in points]
+        published = [(x, p) for x, p in published if p is not None]
+        label = y_name if len(lines) > 1 else ("simulated" if published else None)
+        (line,) = ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker="o", label=label)
+        if published:
+            ax.plot([p[0] for p in published], [p[1] for p in published], linestyle="none",
+                    marker="x", markersize=8, color=line.get_color(),
+                    label=f"{y_name} (published)")
     _scales(ax, spec, [x for x, _ in points], [y for _, pairs in lines for _, y in pairs])
     _finish(ax, spec.get("xlabel") or x_name, spec.get("ylabel") or ", ".join(ys),
             spec.get("title"))
@@ -531,7 +556,7 @@ def _timeline(out_dir: Path, results: Mapping[str, Any], spec: Mapping[str, Any]
 
     ylabel = spec.get("ylabel") or runs[0][2]
     xlabel = spec.get("xlabel") or x_col or "time (s)"
-    title = spec.get("title")
+    title = spec.get("title") or None
     if title is None and kind is not None:
         experiment = results.get("experiment")
         title = f"{experiment}: {_KIND_TITLES[kind]}" if experiment else _KIND_TITLES[kind]

@@ -183,7 +183,9 @@ def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds, rel=1e-12)
 
 
-@pytest.mark.parametrize("text", ["10", "10 parsec", "-1s", "s", "", "1.2.3s", "ten s", -1.0, math.nan, math.inf])
+@pytest.mark.parametrize(
+    "text", ["10", "10 parsec", "-1s", "s", "", "1.2.3s", "ten s", -1.0, math.nan, math.inf]
+)
 def test_parse_duration_rejects_bad_values(text):
     with pytest.raises(ValueError):
         parse_duration(text)
@@ -316,6 +318,7 @@ def write_experiment(out: Path) -> dict:
         "experiment": "synthetic",
         "variants": [
             {"name": "swap", "metrics": {"throughput": 9.5e6, "wsf": 10, "lat": {"p50": 120}},
+             "published": {"throughput": 9.0e6, "lat.p50": 125},
              "timeline_csv": "swap/timeline.csv"},
             {"name": "demote", "metrics": {"throughput": 1.2e7, "wsf": 100, "lat": {"p50": 110}},
              "timeline_csv": "demote/timeline.csv"},
@@ -365,6 +368,56 @@ def test_render_experiment_writes_requested_pngs(tmp_path, capsys):
         assert fragment in err
 
 
+def test_render_experiment_in_the_simulators_shape(tmp_path, capsys):
+    """results.json as tiermem-sim's experiment.rs writes it: every plot field present,
+    flat metric names with indices, published figures, NaN metrics as null."""
+    out = tmp_path / "exp"
+    for name in ("dram-only", "cxl-only"):
+        (out / "variants" / name).mkdir(parents=True)
+        synthetic_timeline().to_csv(out / "variants" / name / "timeline.csv", index=False)
+    results = {
+        "experiment": "stream-placement",
+        "description": "STREAM bound to each node",
+        "version": "0.1.0",
+        "variants": [
+            {"name": "dram-only",
+             "metrics": {"workloads[0].copy_mbps": 190000.0, "workloads[0].triad_mbps": 200000.0,
+                         "workloads[0].bandwidth_mbps": 180000.0, "curve_error_pct": None},
+             "published": {"workloads[0].copy_mbps": 200923.2,
+                           "workloads[0].triad_mbps": 208523.8},
+             "timeline_csv": "variants/dram-only/timeline.csv"},
+            {"name": "cxl-only",
+             "metrics": {"workloads[0].copy_mbps": 21000.0, "workloads[0].triad_mbps": 23000.0,
+                         "workloads[0].bandwidth_mbps": 20000.0, "curve_error_pct": 1.5},
+             "published": {"workloads[0].copy_mbps": 22209.7},
+             "timeline_csv": "variants/cxl-only/timeline.csv"},
+        ],
+        "plots": [
+            {"file": "stream-placement.png", "type": "bar", "title": "STREAM best rate",
+             "x": None, "y": ["workloads[0].copy_mbps", "workloads[0].triad_mbps"],
+             "variants": None, "xlabel": None, "ylabel": "MB/s", "logx": False, "kind": None},
+            {"file": "curve.png", "type": "line", "title": "",
+             "x": "workloads[0].bandwidth_mbps",
+             "y": ["workloads[0].copy_mbps"], "variants": None, "xlabel": None,
+             "ylabel": None, "logx": False, "kind": None},
+            {"file": "error.png", "type": "bar", "title": "", "x": None,
+             "y": ["curve_error_pct"], "variants": None, "xlabel": None, "ylabel": None,
+             "logx": False, "kind": None},
+            {"file": "bandwidth.png", "type": "timeline", "title": "", "x": None, "y": [],
+             "variants": None, "xlabel": None, "ylabel": None, "logx": False,
+             "kind": "bandwidth"},
+        ],
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    written = render_experiment(out)
+    assert [p.name for p in written] == [
+        "stream-placement.png", "curve.png", "error.png", "bandwidth.png"
+    ]
+    assert all(p.stat().st_size > 0 for p in written)
+    # The null metric of one variant is reported, not fatal.
+    assert "curve_error_pct missing for dram-only" in capsys.readouterr().err
+
+
 def test_plots_module_entry_point(tmp_path):
     out = tmp_path / "exp"
     write_experiment(out)
@@ -412,7 +465,9 @@ def test_malformed_results_exit_2(tmp_path, capsys, content, message):
 
 @pytest.fixture
 def native():
-    return pytest.importorskip("tiermem._tiermem", reason="native module not built (maturin develop)")
+    return pytest.importorskip(
+        "tiermem._tiermem", reason="native module not built (run `maturin develop`)"
+    )
 
 
 def check_small_run(result: tiermem.Result) -> None:

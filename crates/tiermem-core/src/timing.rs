@@ -140,7 +140,7 @@ impl LatencyCurve {
         // backlog, which is what makes issuers throttle to Bsat.
         let eps = 1e-4;
         let slope = (at_cap - self.factor(U_CAP - eps, r)) / eps;
-        at_cap + (u - U_CAP) * slope.max(1.0) * 50.0
+        at_cap + (u - U_CAP) * slope.max(1.0) * 1000.0
     }
 }
 

@@ -14,7 +14,7 @@ use crate::mem::{pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE};
 use crate::timing::{ThreadMix, TimingModel};
 use crate::vmstat::Vm;
 use crate::workload::{
-    self, Access, Generator, Step, ThreadReport, WorkloadResult, K_STREAM, NR_KINDS,
+    self, Access, Generator, Step, ThreadReport, WorkloadResult, K_NTWRITE, K_STREAM, NR_KINDS,
 };
 use crate::SimError;
 use rand_core::SeedableRng;
@@ -41,6 +41,7 @@ struct Thread {
     mlp: u32,
     cpu_per_access: u64,
     cpu_per_line: u64,
+    cpu_per_line_at_run: Option<u64>,
     run_duration: Option<SimDuration>,
     latency_probe: bool,
     gen: Generator,
@@ -217,7 +218,12 @@ impl Simulation {
                     cpu_node: s.cpu_node,
                     mlp: s.mlp,
                     cpu_per_access: s.cpu_per_access.ps(),
-                    cpu_per_line: s.cpu_per_line.ps(),
+                    cpu_per_line: if s.cpu_per_line_from_run {
+                        0
+                    } else {
+                        s.cpu_per_line.ps()
+                    },
+                    cpu_per_line_at_run: s.cpu_per_line_from_run.then(|| s.cpu_per_line.ps()),
                     run_duration: s.run_duration,
                     latency_probe: s.latency_probe,
                     gen: s.generator,
@@ -395,6 +401,9 @@ impl Simulation {
                     Step::RunStart => {
                         let bytes = th.bytes + th.window_bytes();
                         th.run_mark = Some((th.clock, th.accesses, th.lines, th.lat_sum, bytes));
+                        if let Some(c) = th.cpu_per_line_at_run {
+                            th.cpu_per_line = c;
+                        }
                         if let Some(d) = th.run_duration {
                             th.deadline = th.clock + d.ps();
                         }
@@ -469,9 +478,14 @@ impl Simulation {
                     .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
                 {
                     Ok(cost) => {
+                        // The page fill: 64 streaming stores to the new page's node.
+                        let node = pte_node(self.kernel.procs[proc as usize].ptes[a.idx as usize]);
                         let th = &mut self.threads[ti];
-                        th.clock += cost.ps();
-                        th.win_active += cost.ps();
+                        let slot = node * NR_KINDS + (K_NTWRITE | K_STREAM) as usize;
+                        let fill = 64 * th.lat[slot];
+                        th.win_lines[slot] += 64;
+                        th.clock += cost.ps() + fill;
+                        th.win_active += cost.ps() + fill;
                     }
                     Err(crate::kernel::FaultError::OomKilled) => {
                         let th = &mut self.threads[ti];

@@ -493,12 +493,13 @@ impl Kernel {
             }
             self.vmstat.inc(n, Vm::Pswpin);
             self.vmstat.inc(n, Vm::Pgmajfault);
-            self.kernel_traffic[n].1 += PAGE_SIZE;
         } else {
             // First touch: zero-filled page.
             cost += self.cfg.costs.anon_fault;
-            self.kernel_traffic[n].1 += PAGE_SIZE;
         }
+        // The page fill (zeroing or decompression, 4 KiB of stores) is memory traffic of
+        // the faulting thread; the engine charges it to the thread so that it is throttled
+        // like the thread's own accesses.
         if write {
             new_pte |= PTE_DIRTY;
         }

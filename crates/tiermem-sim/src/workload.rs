@@ -453,6 +453,7 @@ pub struct MlcBwGen {
     base: u32,
     pages: u32,
     seq: &'static [u8],
+    synced: bool,
     started: bool,
     init_next: u32,
     page: u32,
@@ -465,6 +466,7 @@ impl MlcBwGen {
             base,
             pages,
             seq: mlc_sequence(traffic),
+            synced: false,
             started: false,
             init_next: 0,
             page: 0,
@@ -484,6 +486,12 @@ impl MlcBwGen {
             }
             self.init_next = end;
             return Step::Accesses;
+        }
+        // All buffers are initialised before any thread measures (MLC prepares every
+        // buffer first).
+        if !self.synced {
+            self.synced = true;
+            return Step::Barrier;
         }
         if !self.started {
             self.started = true;
@@ -507,6 +515,7 @@ impl MlcBwGen {
 pub struct MlcLatGen {
     base: u32,
     pages: u32,
+    synced: bool,
     started: bool,
     init_next: u32,
 }
@@ -516,6 +525,7 @@ impl MlcLatGen {
         MlcLatGen {
             base,
             pages,
+            synced: false,
             started: false,
             init_next: 0,
         }
@@ -533,6 +543,12 @@ impl MlcLatGen {
             }
             self.init_next = end;
             return Step::Accesses;
+        }
+        // All buffers are initialised before any thread measures (MLC prepares every
+        // buffer first).
+        if !self.synced {
+            self.synced = true;
+            return Step::Barrier;
         }
         if !self.started {
             self.started = true;
@@ -563,6 +579,9 @@ pub struct ThreadSpec {
     pub mlp: u32,
     pub cpu_per_access: SimDuration,
     pub cpu_per_line: SimDuration,
+    /// The per-line CPU cost applies only from `RunStart` on (MLC's inject delay is not
+    /// paid while buffers are initialised).
+    pub cpu_per_line_from_run: bool,
     pub start: SimDuration,
     /// Length of the measured phase after `RunStart`, if bounded.
     pub run_duration: Option<SimDuration>,
@@ -609,6 +628,7 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                             mlp: 1,
                             cpu_per_access: p.cpu_per_access.unwrap_or(topo.cpu_per_access),
                             cpu_per_line: SimDuration::ZERO,
+                            cpu_per_line_from_run: false,
                             start: p.start,
                             run_duration: p.duration,
                             barrier_group: None,
@@ -642,6 +662,7 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                         mlp: s.mlp,
                         cpu_per_access: SimDuration::ZERO,
                         cpu_per_line: s.cpu_per_line,
+                        cpu_per_line_from_run: false,
                         start: s.start,
                         run_duration: None,
                         barrier_group: Some(group),
@@ -662,6 +683,8 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                     vmas.push(("latbuf".into(), lat_pages, None));
                 }
                 let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas);
+                let group = barrier_groups;
+                barrier_groups += 1;
                 let per_line = SimDuration::from_ns_f64(m.delay_cycles as f64 / m.cpu_ghz);
                 for t in 0..m.bw_threads {
                     threads.push(ThreadSpec {
@@ -671,9 +694,10 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                         mlp: m.mlp,
                         cpu_per_access: SimDuration::ZERO,
                         cpu_per_line: per_line,
+                        cpu_per_line_from_run: true,
                         start: m.start,
                         run_duration: m.duration,
-                        barrier_group: None,
+                        barrier_group: Some(group),
                         generator: Generator::MlcBw(MlcBwGen::new(
                             t * bw_pages,
                             bw_pages,
@@ -690,9 +714,10 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                         mlp: 1,
                         cpu_per_access: SimDuration::from_ns(1),
                         cpu_per_line: SimDuration::ZERO,
+                        cpu_per_line_from_run: false,
                         start: m.start,
                         run_duration: m.duration,
-                        barrier_group: None,
+                        barrier_group: Some(group),
                         generator: Generator::MlcLat(MlcLatGen::new(
                             m.bw_threads * bw_pages,
                             lat_pages,
@@ -829,7 +854,10 @@ pub fn results(
                     complete,
                 });
             }
-            WorkloadConfig::Mlc(m) => out.push(mlc_result(m, wi, &rs)),
+            WorkloadConfig::Mlc(m) => {
+                group += 1;
+                out.push(mlc_result(m, wi, &rs))
+            }
         }
     }
     out
