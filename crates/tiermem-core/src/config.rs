@@ -771,7 +771,15 @@ pub fn typed<T: DeserializeOwned>(value: toml::Value, prefix: &str) -> Result<T,
             (false, false) => format!("{prefix}.{inner}"),
         };
         let key = key.replace(".[", "[");
-        ConfigError::invalid(key, e.into_inner().to_string())
+        // The TOML deserializer appends "\nin `table`"; the key path already says where.
+        let msg = e.into_inner().to_string();
+        let msg = msg
+            .split("\nin `")
+            .next()
+            .unwrap_or(&msg)
+            .trim_end()
+            .to_string();
+        ConfigError::invalid(key, msg)
     })
 }
 

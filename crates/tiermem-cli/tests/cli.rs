@@ -1,0 +1,180 @@
+//! CLI behaviour: bad input exits with code 2 and names the file and key; good runs write
+//! their outputs; same seed, same summary.json bytes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tiermem"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const GOOD: &str = "machine = \"small\"\nduration = \"200ms\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"64MiB\"\npattern = \"normal_ih\"\n";
+
+fn sim(cfg: &Path, out: &Path) -> std::process::Output {
+    Command::new(bin())
+        .arg("sim")
+        .arg(cfg)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+fn assert_bad(text: &str, key: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(d.path(), "bad.toml", text);
+    let o = sim(&cfg, &d.path().join("out"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains("bad.toml"), "file not named: {err}");
+    assert!(err.contains(key), "key {key} not named: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn unknown_key_is_exit_2() {
+    assert_bad(&GOOD.replace("pattern", "patern"), "workloads[0]");
+    assert_bad(&format!("{GOOD}\n[kernel]\nswapiness = 60\n"), "kernel");
+}
+
+#[test]
+fn wrong_unit_is_exit_2() {
+    assert_bad(
+        &GOOD.replace("\"64MiB\"", "\"64 furlongs\""),
+        "workloads[0].mapsize",
+    );
+    assert_bad(&GOOD.replace("\"200ms\"", "200"), "duration");
+}
+
+#[test]
+fn missing_node_is_exit_2() {
+    assert_bad(
+        &format!("{GOOD}cpu_nodes = [9]\n"),
+        "workloads[0].cpu_nodes[0]",
+    );
+    assert_bad(
+        &format!("{GOOD}policy = {{ mode = \"bind\", nodes = [4] }}\n"),
+        "workloads[0].policy",
+    );
+}
+
+#[test]
+fn negative_size_is_exit_2() {
+    assert_bad(&GOOD.replace("\"64MiB\"", "-4096"), "workloads[0].mapsize");
+    assert_bad("[machine]\npreset = \"small\"\n[[machine.nodes]]\nid = 0\ncpus = 1\ncapacity = -1\nread_latency = \"80ns\"\nread_bandwidth = \"10GB/s\"\n", "machine.nodes[0].capacity");
+}
+
+#[test]
+fn syntax_errors_and_missing_files_are_exit_2() {
+    assert_bad("machine = \"small\"\n[kernel\n", "line 2");
+    let o = Command::new(bin())
+        .args(["sim", "/nonexistent/x.toml", "--out", "/tmp/x"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = Command::new(bin()).args(["sim"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = Command::new(bin())
+        .args(["experiment", "no-such-experiment", "--out", "/tmp/x"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = Command::new(bin())
+        .args(["bench", "--size", "lots"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn sim_writes_outputs_and_is_deterministic() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(d.path(), "good.toml", GOOD);
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    for out in [&a, &b] {
+        let o = sim(&cfg, out);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let sa = std::fs::read(a.join("summary.json")).unwrap();
+    assert_eq!(sa, std::fs::read(b.join("summary.json")).unwrap());
+    assert_eq!(
+        std::fs::read(a.join("timeline.csv")).unwrap(),
+        std::fs::read(b.join("timeline.csv")).unwrap()
+    );
+    let s: serde_json::Value = serde_json::from_slice(&sa).unwrap();
+    for k in [
+        "sim_seconds",
+        "accesses",
+        "throughput_accesses_per_s",
+        "mean_latency_ns",
+        "nodes",
+        "vmstat",
+    ] {
+        assert!(s.get(k).is_some(), "summary lacks {k}");
+    }
+    assert!(s["nodes"][0].get("capacity_bytes").is_some());
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("run.json")).unwrap()).unwrap();
+    assert!(run["simulated_accesses_per_wall_second"].as_f64().unwrap() > 0.0);
+    assert!(run["resolved_config"]["machine"]["nodes"].is_array());
+    // --seed changes the run.
+    let c = d.path().join("c");
+    let o = Command::new(bin())
+        .arg("sim")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&c)
+        .args(["--seed", "7"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_ne!(sa, std::fs::read(c.join("summary.json")).unwrap());
+}
+
+#[test]
+fn experiment_list_and_file() {
+    let o = Command::new(bin())
+        .args(["experiment", "--list"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("loaded-latency") && s.contains("stream-placement"));
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "base.toml", GOOD);
+    let exp = write(
+        d.path(),
+        "exp.toml",
+        "name = \"wsf\"\nbase = \"base.toml\"\nmetrics = [\"accesses\"]\n[[variants]]\nname = \"a\"\nset = { \"kernel.watermark_scale_factor\" = 10 }\n\
+         [[variants]]\nname = \"b\"\nset = { \"kernel.watermark_scale_factor\" = 100 }\npublished = { accesses = 1000 }\n",
+    );
+    let out = d.path().join("out");
+    let o = Command::new(bin())
+        .arg("experiment")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .arg("--no-plots")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| a |") && report.contains("accesses (published)"));
+    assert!(out.join("variants/b/config.toml").exists());
+    // A bad override names the variant key.
+    let bad = write(d.path(), "bad.toml", "name = \"x\"\nbase = \"base.toml\"\n[[variants]]\nname = \"a\"\nset = { \"kernel.watermark_scale_factor\" = 0 }\n");
+    let o = Command::new(bin())
+        .arg("experiment")
+        .arg(&bad)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("watermark_scale_factor"));
+}

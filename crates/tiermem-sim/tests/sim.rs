@@ -1,0 +1,218 @@
+//! Behaviour tests of the simulated machine: determinism, memory invariants, reclaim.
+
+use proptest::prelude::*;
+use tiermem_core::config::SimConfig;
+use tiermem_sim::engine::Simulation;
+use tiermem_sim::vmstat::Vm;
+
+const MACHINE: &str = r#"
+[machine]
+name = "tiny"
+[[machine.nodes]]
+id = 0
+cpus = 2
+capacity = "64MiB"
+kind = "dram"
+read_latency = "80ns"
+read_bandwidth = "20GB/s"
+[[machine.nodes]]
+id = 1
+capacity = "128MiB"
+kind = "cxl"
+read_latency = "200ns"
+read_bandwidth = "10GB/s"
+"#;
+
+fn config(extra: &str) -> SimConfig {
+    SimConfig::from_toml_str(&format!("{extra}\n{MACHINE}"), "test.toml").unwrap()
+}
+
+fn run(cfg: &SimConfig) -> (Simulation, tiermem_sim::engine::SimResult) {
+    let mut sim = Simulation::new(cfg).unwrap();
+    let r = sim.run(&mut |_| {}).unwrap();
+    (sim, r)
+}
+
+#[test]
+fn same_seed_gives_byte_identical_summary() {
+    let text = "duration = \"300ms\"\n[kernel.zram]\ncapacity = \"256MiB\"\n[[workloads]]\ntype = \"pmbench\"\nprocesses = 2\nmapsize = \"48MiB\"\npattern = \"normal_ih\"\nread_ratio = 80\n";
+    let cfg = config(text);
+    let a = serde_json::to_string_pretty(&run(&cfg).1.summary).unwrap();
+    let b = serde_json::to_string_pretty(&run(&cfg).1.summary).unwrap();
+    assert_eq!(a, b);
+    let mut other = cfg.clone();
+    other.seed = 2;
+    let c = serde_json::to_string_pretty(&run(&other).1.summary).unwrap();
+    assert_ne!(a, c, "a different seed should change the run");
+}
+
+#[test]
+fn workload_larger_than_fast_node_fills_it_to_the_low_watermark_and_spills() {
+    // Default (local) policy: the fast path takes node 0 down to its low watermark, then
+    // falls back along the zonelist to node 1 without waking node 0's kswapd.
+    let cfg = config("duration = \"500ms\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"120MiB\"\ninitialize = true\ncold = true\n");
+    let (sim, r) = run(&cfg);
+    sim.kernel.check_invariants().unwrap();
+    let n0 = &sim.kernel.nodes[0];
+    assert!(
+        n0.free <= n0.wmark.low && n0.free >= n0.wmark.min,
+        "node0 free {} not at low {:?}",
+        n0.free,
+        n0.wmark
+    );
+    assert!(
+        r.summary.nodes[1].used_bytes > 50 << 20,
+        "the rest spills to node 1"
+    );
+    assert_eq!(
+        sim.kernel.vmstat.total(Vm::Pageoutrun),
+        0,
+        "kswapd is not woken by fallback allocations"
+    );
+    assert!(sim.kernel.vmstat.total(Vm::NumaMiss) > 0);
+}
+
+#[test]
+fn kswapd_keeps_free_pages_between_min_and_high_under_bind() {
+    // Bound to node 0 with zram: allocations fail the low watermark, kswapd wakes and
+    // reclaims to high; free pages stay above min (direct reclaim is rare).
+    let cfg = config(
+        "duration = \"2s\"\n[sim]\nsample_interval = \"10ms\"\n[kernel.zram]\ncapacity = \"256MiB\"\n\
+         [[workloads]]\ntype = \"pmbench\"\nmapsize = \"100MiB\"\ninitialize = true\ncold = true\npattern = \"uniform\"\n\
+         policy = { mode = \"bind\", nodes = [0] }\n",
+    );
+    let (sim, r) = run(&cfg);
+    sim.kernel.check_invariants().unwrap();
+    let w = sim.kernel.nodes[0].wmark;
+    assert!(
+        sim.kernel.vmstat.total(Vm::Pageoutrun) > 0,
+        "kswapd was woken"
+    );
+    assert!(sim.kernel.vmstat.total(Vm::PgstealKswapd) > 0);
+    assert!(sim.kernel.vmstat.total(Vm::Pswpout) > 0);
+    assert!(r.summary.swap.zram_stored_bytes > 0);
+    assert_eq!(
+        r.summary.nodes[1].used_bytes, 0,
+        "bind keeps pages off node 1"
+    );
+    // Sampled free pages of node 0 (after it first filled) stay within [min, high + batch].
+    let lines: Vec<&str> = r.timeline_csv.lines().collect();
+    let head: Vec<&str> = lines[0].split(',').collect();
+    let col = head.iter().position(|h| *h == "node0_free_pages").unwrap();
+    let frees: Vec<u64> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect();
+    let filled: Vec<u64> = frees.into_iter().skip_while(|&f| f > w.high + 64).collect();
+    assert!(filled.len() > 20);
+    for f in &filled {
+        assert!(
+            *f >= w.min && *f <= w.high + 64,
+            "free {f} outside [min {}, high {}]",
+            w.min,
+            w.high
+        );
+    }
+}
+
+#[test]
+fn demotion_moves_cold_pages_down_instead_of_swapping() {
+    // Bound to node 0, no swap: kswapd of node 0 wakes in the slow path and demotes cold
+    // pages to node 1 (demotion ignores the memory policy, as migrate_pages(MR_DEMOTION)
+    // does), so the 100 MiB workload fits without swap or OOM.
+    let cfg = config(
+        "duration = \"1s\"\n[kernel]\ndemotion_enabled = true\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"100MiB\"\n\
+         initialize = true\ncold = true\npolicy = { mode = \"bind\", nodes = [0] }\n",
+    );
+    let (sim, r) = run(&cfg);
+    sim.kernel.check_invariants().unwrap();
+    assert!(sim.kernel.vmstat.total(Vm::PgdemoteKswapd) > 0);
+    assert_eq!(sim.kernel.vmstat.total(Vm::Pswpout), 0);
+    assert!(r.summary.oom_killed.is_empty());
+    assert!(
+        r.summary.nodes[1].used_bytes > 30 << 20,
+        "demoted pages live on node 1"
+    );
+    assert_eq!(
+        sim.kernel.vmstat.total(Vm::PgmigrateSuccess),
+        sim.kernel.vmstat.total(Vm::PgdemoteKswapd) + sim.kernel.vmstat.total(Vm::PgdemoteDirect)
+    );
+    // Without demotion the same run has nowhere to go.
+    let mut off = cfg.clone();
+    off.kernel.demotion_enabled = false;
+    let (_, r) = run(&off);
+    assert_eq!(r.summary.oom_killed.len(), 1);
+}
+
+#[test]
+fn no_space_anywhere_swaps_to_zram_then_ooms_without_it() {
+    let big =
+        "[[workloads]]\ntype = \"pmbench\"\nmapsize = \"260MiB\"\ninitialize = true\ncold = true\n";
+    let (sim, r) = run(&config(&format!(
+        "duration = \"2s\"\n[kernel.zram]\ncapacity = \"512MiB\"\n{big}"
+    )));
+    sim.kernel.check_invariants().unwrap();
+    assert!(r.summary.oom_killed.is_empty());
+    assert!(sim.kernel.vmstat.total(Vm::Pswpout) > 0);
+    let (sim, r) = run(&config(&format!("duration = \"2s\"\n{big}")));
+    sim.kernel.check_invariants().unwrap();
+    assert_eq!(
+        r.summary.oom_killed.len(),
+        1,
+        "without swap the process is OOM-killed"
+    );
+    assert_eq!(sim.kernel.vmstat.total(Vm::OomKill), 1);
+}
+
+#[test]
+fn swap_device_refaults_are_major_faults() {
+    let cfg = config(
+        "duration = \"2s\"\n[kernel.swap]\ncapacity = \"512MiB\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"100MiB\"\n\
+         initialize = true\ncold = true\npattern = \"uniform\"\npolicy = { mode = \"bind\", nodes = [0] }\n",
+    );
+    let (sim, r) = run(&cfg);
+    sim.kernel.check_invariants().unwrap();
+    assert!(sim.kernel.vmstat.total(Vm::Pswpin) > 0);
+    assert_eq!(
+        sim.kernel.vmstat.total(Vm::Pswpin),
+        sim.kernel.vmstat.total(Vm::Pgmajfault)
+    );
+    assert!(r.summary.swap.swap_used_bytes > 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Pages on nodes + swap + zram = pages mapped; every PTE maps exactly one frame owned
+    /// by it; free counts add up (never negative) — after runs of random shapes.
+    #[test]
+    fn memory_invariants_hold(
+        mapsize_mib in 8u64..300,
+        procs in 1u32..3,
+        policy in 0u8..3,
+        zram in any::<bool>(),
+        swap in any::<bool>(),
+        demotion in any::<bool>(),
+        pattern in 0u8..3,
+        seed in 0u64..1000,
+    ) {
+        let pol = match policy {
+            0 => "{ mode = \"default\" }",
+            1 => "{ mode = \"bind\", nodes = [0] }",
+            _ => "{ mode = \"preferred\", nodes = [1] }",
+        };
+        let pat = ["uniform", "normal_ih", "pareto"][pattern as usize];
+        let mut text = format!("seed = {seed}\nduration = \"300ms\"\n[kernel]\ndemotion_enabled = {demotion}\n");
+        if zram { text.push_str("[kernel.zram]\ncapacity = \"64MiB\"\n"); }
+        if swap { text.push_str("[kernel.swap]\ncapacity = \"64MiB\"\n"); }
+        text.push_str(&format!(
+            "[[workloads]]\ntype = \"pmbench\"\nprocesses = {procs}\nmapsize = \"{mapsize_mib}MiB\"\npattern = \"{pat}\"\ninitialize = true\ncold = true\npolicy = {pol}\n"));
+        let cfg = config(&text);
+        let (sim, r) = run(&cfg);
+        prop_assert!(sim.kernel.check_invariants().is_ok(), "{:?}", sim.kernel.check_invariants());
+        for n in &sim.kernel.nodes {
+            prop_assert!(n.free <= n.present);
+        }
+        prop_assert!(r.summary.accesses > 0);
+    }
+}
