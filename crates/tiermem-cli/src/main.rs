@@ -240,8 +240,12 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
     }
     for w in &s.workloads {
         match w {
-            tiermem_sim::workload::WorkloadResult::Pmbench { name, score_accesses_per_s, mean_access_ns, .. } => {
-                println!("{name}: pmbench score {score_accesses_per_s:.4e} accesses/s, mean access {mean_access_ns:.1} ns")
+            tiermem_sim::workload::WorkloadResult::Pmbench { name, score_accesses_per_s, mean_access_ns, run_seconds, .. } => {
+                if *run_seconds > 0.0 {
+                    println!("{name}: pmbench score {score_accesses_per_s:.4e} accesses/s, mean access {mean_access_ns:.1} ns over {run_seconds:.2} s")
+                } else {
+                    println!("{name}: pmbench run phase not reached (initialisation or warm-up still running: raise duration)")
+                }
             }
             tiermem_sim::workload::WorkloadResult::Stream { name, copy_mbps, scale_mbps, add_mbps, triad_mbps, complete, .. } => println!(
                 "{name}: STREAM copy {copy_mbps:.1} scale {scale_mbps:.1} add {add_mbps:.1} triad {triad_mbps:.1} MB/s{}",

@@ -531,7 +531,9 @@ pub fn run(
                     let u = bw / bsat;
                     let curve =
                         nd.read_latency.ns_f64() * nd.curve.factor_or_saturated(u, *read_fraction);
-                    metrics.insert("curve_latency_ns".into(), curve);
+                    if u < SATURATION_CHECK_U {
+                        metrics.insert("curve_latency_ns".into(), curve);
+                    }
                     metrics.insert("utilisation".into(), u);
                     // Near saturation the curve is too steep for a latency comparison to mean
                     // anything; there the check is that delivered bandwidth reaches Bsat.

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Run every test: Rust unit, behaviour, property and CLI tests (release mode, so the
+# simulations in them are fast), then the Python API tests.
+# Slow tests are `#[ignore]`d locally; CI (CI=true) or TIERMEM_SLOW=1 runs them too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+extra=()
+if [[ "${CI:-}" == "true" || "${TIERMEM_SLOW:-}" == "1" ]]; then
+  extra=(-- --include-ignored)
+fi
+echo "==> cargo test"
+cargo test --release --locked "${extra[@]}"
+echo "==> pytest"
+"$PY" -m pytest -q tests/python
