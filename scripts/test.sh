@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Run every test: Rust unit, behaviour, property and CLI tests (release mode, so the
+# Install, then run every test: Rust unit, behaviour, property and CLI tests (release mode, so the
 # simulations in them are fast), then the Python API tests.
 # Slow tests are `#[ignore]`d locally; CI (CI=true) or TIERMEM_SLOW=1 runs them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# Build and install first: the Python tests use the installed package and its native module.
+./scripts/install.sh
 extra=()
 if [[ "${CI:-}" == "true" || "${TIERMEM_SLOW:-}" == "1" ]]; then
   extra=(-- --include-ignored)
@@ -12,4 +14,4 @@ fi
 echo "==> cargo test"
 cargo test --release --locked "${extra[@]}"
 echo "==> pytest"
-"$PY" -m pytest -q tests/python
+TIERMEM_REQUIRE_NATIVE=1 "$PY" -m pytest -q tests/python
