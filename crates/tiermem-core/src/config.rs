@@ -117,6 +117,14 @@ pub struct KernelConfig {
     /// swapping. Default false.
     #[serde(default)]
     pub demotion_enabled: bool,
+    /// `/proc/sys/kernel/numa_balancing`: bit 0 NUMA_BALANCING_NORMAL, bit 1
+    /// NUMA_BALANCING_MEMORY_TIERING (0..3). Default 0 (the simulated machine boots
+    /// without balancing unless asked).
+    #[serde(default)]
+    pub numa_balancing: u32,
+    /// NUMA-balancing scanner and promotion knobs (`[kernel.numa]`).
+    #[serde(default)]
+    pub numa: NumaConfig,
     /// A swap device (`[kernel.swap]`); none by default.
     #[serde(default)]
     pub swap: Option<SwapConfig>,
@@ -138,9 +146,97 @@ impl Default for KernelConfig {
             watermark_scale_factor: default_wsf(),
             min_free_kbytes: None,
             demotion_enabled: false,
+            numa_balancing: 0,
+            numa: NumaConfig::default(),
             swap: None,
             zram: None,
             costs: KernelCosts::default(),
+        }
+    }
+}
+
+/// Which generation of the tiering promotion logic (`should_numa_migrate_memory`) runs:
+/// the seed-001 patch series step by step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromotionPolicy {
+    /// Linux 5.18: every slow-tier page touched after a scan is promoted (MRU).
+    Mru,
+    /// + hot-page selection by hint-fault latency against a fixed `hot_threshold_ms`,
+    /// with the free-space bypass ([PATCH 1/3]).
+    HotThreshold,
+    /// + promotion rate limit on candidates ([PATCH 2/3]).
+    RateLimit,
+    /// + automatic threshold adjustment ([PATCH 3/3], Linux 6.0 and later).
+    AutoThreshold,
+}
+
+/// `[kernel.numa]`: NUMA-balancing knobs with the kernel's defaults
+/// (debugfs `sched/numa_balancing/*`, sysctls).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumaConfig {
+    /// `scan_delay_ms`: delay before the first scan of a new mm. Default 1000.
+    #[serde(default = "d_scan_delay")]
+    pub scan_delay_ms: u32,
+    /// `scan_period_min_ms`. Default 1000.
+    #[serde(default = "d_scan_min")]
+    pub scan_period_min_ms: u32,
+    /// `scan_period_max_ms`; also the threshold-adjustment period. Default 60000.
+    #[serde(default = "d_scan_max")]
+    pub scan_period_max_ms: u32,
+    /// `scan_size_mb`: address space made PROT_NONE per scan. Default 256.
+    #[serde(default = "d_scan_size")]
+    pub scan_size_mb: u32,
+    /// `hot_threshold_ms`: hint-fault latency below which a slow-tier page is hot. Default 1000.
+    #[serde(default = "d_hot")]
+    pub hot_threshold_ms: u32,
+    /// `numa_balancing_promote_rate_limit_MBps` per target node. Default 65536.
+    #[serde(default = "d_rate")]
+    pub promote_rate_limit_mbps: u64,
+    /// Promotion logic generation. Default `auto-threshold` (current kernels).
+    #[serde(default = "d_promotion")]
+    pub promotion: PromotionPolicy,
+    /// Seed 000's rejected "choice a": promote without checking the target's high
+    /// watermark (`migrate_balanced_pgdat`), letting reclaim catch up. Default false
+    /// (the kernel's choice b: kswapd keeps promo-watermark headroom).
+    #[serde(default)]
+    pub promote_ignore_watermarks: bool,
+}
+
+fn d_scan_delay() -> u32 {
+    1000
+}
+fn d_scan_min() -> u32 {
+    1000
+}
+fn d_scan_max() -> u32 {
+    60000
+}
+fn d_scan_size() -> u32 {
+    256
+}
+fn d_hot() -> u32 {
+    1000
+}
+fn d_rate() -> u64 {
+    65536
+}
+fn d_promotion() -> PromotionPolicy {
+    PromotionPolicy::AutoThreshold
+}
+
+impl Default for NumaConfig {
+    fn default() -> Self {
+        NumaConfig {
+            scan_delay_ms: d_scan_delay(),
+            scan_period_min_ms: d_scan_min(),
+            scan_period_max_ms: d_scan_max(),
+            scan_size_mb: d_scan_size(),
+            hot_threshold_ms: d_hot(),
+            promote_rate_limit_mbps: d_rate(),
+            promotion: d_promotion(),
+            promote_ignore_watermarks: false,
         }
     }
 }
@@ -213,6 +309,25 @@ pub struct KernelCosts {
     /// the copy traffic charged to both nodes.
     #[serde(default = "default_migrate")]
     pub migrate_page: SimDuration,
+    /// NUMA scanner: per PTE visited by `change_prot_numa`. Default 5 ns.
+    #[serde(default = "default_scan_pte")]
+    pub numa_scan_pte: SimDuration,
+    /// NUMA scanner: per PTE made PROT_NONE (incl. the TLB flush share). Default 25 ns.
+    #[serde(default = "default_pte_update")]
+    pub numa_pte_update: SimDuration,
+    /// A NUMA hint fault without migration (trap, `do_numa_page`). Default 1 us.
+    #[serde(default = "default_hint_fault")]
+    pub numa_hint_fault: SimDuration,
+}
+
+fn default_scan_pte() -> SimDuration {
+    SimDuration::from_ns(5)
+}
+fn default_pte_update() -> SimDuration {
+    SimDuration::from_ns(25)
+}
+fn default_hint_fault() -> SimDuration {
+    SimDuration::from_us(1)
 }
 
 fn default_anon_fault() -> SimDuration {
@@ -239,6 +354,9 @@ impl Default for KernelCosts {
             reclaim_scan_page: default_scan(),
             reclaim_unmap_page: default_unmap(),
             migrate_page: default_migrate(),
+            numa_scan_pte: default_scan_pte(),
+            numa_pte_update: default_pte_update(),
+            numa_hint_fault: default_hint_fault(),
         }
     }
 }
@@ -536,6 +654,31 @@ impl SimConfig {
             return Err(ConfigError::invalid(
                 "kernel.watermark_scale_factor",
                 format!("must be within 1..3000 (got {})", k.watermark_scale_factor),
+            ));
+        }
+        if k.numa_balancing > 3 {
+            return Err(ConfigError::invalid(
+                "kernel.numa_balancing",
+                format!(
+                    "is a bit field: 0 off, 1 NORMAL, 2 MEMORY_TIERING, 3 both (got {})",
+                    k.numa_balancing
+                ),
+            ));
+        }
+        let nm = &k.numa;
+        if nm.scan_size_mb == 0
+            || nm.scan_period_min_ms == 0
+            || nm.scan_period_max_ms < nm.scan_period_min_ms
+        {
+            return Err(ConfigError::invalid(
+                "kernel.numa",
+                "scan_size_mb and scan_period_min_ms must be positive and scan_period_max_ms >= scan_period_min_ms",
+            ));
+        }
+        if nm.hot_threshold_ms == 0 {
+            return Err(ConfigError::invalid(
+                "kernel.numa.hot_threshold_ms",
+                "must be positive",
             ));
         }
         if let Some(m) = k.min_free_kbytes {

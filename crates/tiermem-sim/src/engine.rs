@@ -58,6 +58,8 @@ struct Thread {
     // Window counters.
     win_lines: Vec<u64>,
     win_active: u64,
+    /// CPU runtime (ps), which drives the NUMA scanner (`task_tick_numa`).
+    runtime: u64,
     // Cumulative counters.
     accesses: u64,
     lines: u64,
@@ -92,7 +94,7 @@ struct Row {
     time_s: f64,
     throughput: f64,
     mean_latency_ns: f64,
-    nodes: Vec<(u64, u64, f64, f64, f64)>,
+    nodes: Vec<(u64, u64, f64, f64, f64, u32)>,
     vmstat: Vec<u64>,
 }
 
@@ -195,7 +197,12 @@ fn prefetch(slice: &[u64], idx: usize) {
     #[cfg(target_arch = "x86_64")]
     if let Some(r) = slice.get(idx) {
         // SAFETY: prefetching a valid reference has no side effects.
-        unsafe { std::arch::x86_64::_mm_prefetch(r as *const u64 as *const i8, std::arch::x86_64::_MM_HINT_T0) }
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(
+                r as *const u64 as *const i8,
+                std::arch::x86_64::_MM_HINT_T0,
+            )
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (slice, idx);
@@ -254,6 +261,7 @@ impl Simulation {
                     lat_raw: vec![0; nn * NR_KINDS],
                     win_lines: vec![0; nn * NR_KINDS],
                     win_active: 0,
+                    runtime: 0,
                     accesses: 0,
                     lines: 0,
                     lat_sum: 0,
@@ -263,6 +271,10 @@ impl Simulation {
                 }
             })
             .collect();
+        for (i, th) in threads.iter().enumerate() {
+            let tid = kernel.numa_register_task(th.proc, th.cpu_node, SimTime(th.clock));
+            debug_assert_eq!(tid, i);
+        }
         let mut sim = Simulation {
             cfg: cfg.clone(),
             kernel,
@@ -493,6 +505,17 @@ impl Simulation {
             if let Some(a) = fault {
                 let (proc, cpu) = (th.proc, th.cpu_node);
                 let write = a.kind & 3 != 0;
+                let pte = self.kernel.procs[proc as usize].ptes[a.idx as usize];
+                if pte & PTE_PROTNONE != 0 {
+                    // A NUMA hint fault; the access then proceeds on the (possibly new) page.
+                    let cost = self
+                        .kernel
+                        .numa_hint_fault(ti, proc, a.idx, write, SimTime(clock));
+                    let th = &mut self.threads[ti];
+                    th.clock += cost.ps();
+                    th.win_active += cost.ps();
+                    continue;
+                }
                 match self
                     .kernel
                     .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
@@ -558,6 +581,7 @@ impl Simulation {
                 }
             }
             mix.other_ps = (th.win_active as f64 - stall_now).max(0.0);
+            th.runtime += th.win_active;
             th.win_lines.iter_mut().for_each(|x| *x = 0);
             th.win_active = 0;
             mixes.push(mix);
@@ -579,6 +603,19 @@ impl Simulation {
         for t in 0..self.threads.len() {
             self.update_latency_table(t);
         }
+        // Scheduler tick of each running task: the NUMA scanner runs in task context.
+        let now = SimTime(self.now + window_ps);
+        for ti in 0..self.threads.len() {
+            if self.threads[ti].state != ThreadState::Running {
+                continue;
+            }
+            let cost = self
+                .kernel
+                .task_tick_numa(ti, self.threads[ti].runtime / 1000, now);
+            let th = &mut self.threads[ti];
+            th.clock += cost.ps();
+            th.win_active += cost.ps();
+        }
     }
 
     fn sample_row(&mut self) {
@@ -589,12 +626,20 @@ impl Simulation {
             .map(|n| {
                 let node = &self.kernel.nodes[n];
                 let lat = self.kernel.topo.nodes[n].read_latency.ns_f64() * self.timing.factor[n];
+                let tiering =
+                    self.kernel.numa_balancing & crate::kernel::NUMA_BALANCING_MEMORY_TIERING != 0;
+                let th = if tiering && self.kernel.topo.is_toptier(NodeId(n as u8)) {
+                    self.kernel.effective_hot_threshold(n)
+                } else {
+                    0
+                };
                 (
                     node.used_user(),
                     node.free,
                     self.sample_read[n] as f64 / dt / 1e6,
                     self.sample_write[n] as f64 / dt / 1e6,
                     lat,
+                    th,
                 )
             })
             .collect();
@@ -624,7 +669,7 @@ impl Simulation {
         let nn = self.kernel.nodes.len();
         let mut s = String::from("time_s,throughput_accesses_per_s,mean_latency_ns");
         for n in 0..nn {
-            let _ = write!(s, ",node{n}_used_pages,node{n}_free_pages,node{n}_read_MBps,node{n}_write_MBps,node{n}_latency_ns");
+            let _ = write!(s, ",node{n}_used_pages,node{n}_free_pages,node{n}_read_MBps,node{n}_write_MBps,node{n}_latency_ns,node{n}_hot_threshold_ms");
         }
         for v in Vm::ALL {
             let _ = write!(s, ",{}", v.name());
@@ -636,8 +681,8 @@ impl Simulation {
                 "{:.6},{:.1},{:.3}",
                 r.time_s, r.throughput, r.mean_latency_ns
             );
-            for (u, f, rd, wr, l) in &r.nodes {
-                let _ = write!(s, ",{u},{f},{rd:.3},{wr:.3},{l:.3}");
+            for (u, f, rd, wr, l, th) in &r.nodes {
+                let _ = write!(s, ",{u},{f},{rd:.3},{wr:.3},{l:.3},{th}");
             }
             for v in &r.vmstat {
                 let _ = write!(s, ",{v}");

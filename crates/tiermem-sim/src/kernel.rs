@@ -49,6 +49,8 @@ pub struct Process {
     /// Node of the CPUs the process runs on.
     pub cpu_node: NodeId,
     pub alive: bool,
+    /// Resident pages (`get_mm_rss`).
+    pub rss: u64,
 }
 
 impl Process {
@@ -174,6 +176,8 @@ pub struct Kernel {
     /// the promo watermark). Set by the NUMA-balancing model.
     pub numa_balancing: u32,
     rng: Xoshiro256PlusPlus,
+    /// NUMA-balancing state (scanner, hint faults, promotion).
+    pub numa: crate::numa::NumaState,
     /// Processes killed by the OOM killer, in order.
     pub oom_victims: Vec<u16>,
 }
@@ -184,6 +188,7 @@ pub const NUMA_BALANCING_MEMORY_TIERING: u32 = 2;
 impl Kernel {
     pub fn new(topo: Topology, cfg: KernelConfig, rng: Xoshiro256PlusPlus) -> Self {
         let n = topo.nr_nodes();
+        let numa_balancing = cfg.numa_balancing;
         let mut nodes: Vec<NodeMem> = topo
             .nodes
             .iter()
@@ -215,8 +220,9 @@ impl Kernel {
             zram,
             zram_pool_bytes: vec![0; n],
             kernel_traffic: vec![(0, 0); n],
-            numa_balancing: 0,
+            numa_balancing,
             rng,
+            numa: Default::default(),
             oom_victims: Vec::new(),
         }
     }
@@ -254,6 +260,7 @@ impl Kernel {
             policy,
             cpu_node,
             alive: true,
+            rss: 0,
         });
         id as u16
     }
@@ -429,6 +436,7 @@ impl Kernel {
             self.release_pte(pte);
         }
         self.procs[p as usize].ptes = vec![0; ptes.len()];
+        self.procs[p as usize].rss = 0;
     }
 
     fn release_pte(&mut self, pte: u64) {
@@ -504,6 +512,7 @@ impl Kernel {
             new_pte |= PTE_DIRTY;
         }
         self.procs[p as usize].ptes[idx as usize] = new_pte;
+        self.procs[p as usize].rss += 1;
         // folio_add_lru_vma: new anonymous pages start on the inactive list (no MGLRU).
         self.nodes[n].lru_add(Lru::InactiveAnon, pfn);
         Ok(cost)
@@ -888,6 +897,7 @@ impl Kernel {
             return None;
         }
         self.procs[f.owner as usize].ptes[f.vpn as usize] = new_pte;
+        self.procs[f.owner as usize].rss -= 1;
         self.nodes[n].free_frame(pfn);
         self.vmstat.inc(n, Vm::Pswpout);
         self.vmstat.inc(n, Vm::Pgfree);

@@ -51,6 +51,13 @@ counters! {
     AllocstallNormal => "allocstall_normal": "direct reclaim entries (`do_try_to_free_pages`)",
     Pageoutrun => "pageoutrun": "kswapd `balance_pgdat` runs",
     OomKill => "oom_kill": "processes killed by the OOM killer",
+    NumaPteUpdates => "numa_pte_updates": "PTEs made PROT_NONE by the NUMA scanner",
+    NumaHintFaults => "numa_hint_faults": "NUMA hint faults",
+    NumaHintFaultsLocal => "numa_hint_faults_local": "hint faults on the faulting CPU's node",
+    NumaPagesMigrated => "numa_pages_migrated": "pages migrated by hint faults",
+    PgpromoteSuccess => "pgpromote_success": "pages promoted from a slow tier to the top tier (target node)",
+    PgpromoteCandidate => "pgpromote_candidate": "hot pages counted against the rate limit (target node)",
+    PgpromoteCandidateNrl => "pgpromote_candidate_nrl": "pages promoted through the free-space bypass (6.17+)",
 }
 
 /// Per-node event counters.

@@ -1,0 +1,700 @@
+//! NUMA balancing and memory-tiering promotion, as `kernel/sched/fair.c`, `mm/mprotect.c`,
+//! `mm/memory.c` and `mm/migrate.c` do it (`kernel-mechanisms.md` §1).
+//!
+//! * The scanner (`task_tick_numa` → `task_numa_work` → `change_prot_numa`) runs in task
+//!   context, driven by the task's CPU runtime, and marks a window of `scan_size_mb` of the
+//!   address space PROT_NONE, storing the scan time in slow-tier pages' access-time field.
+//!   In tiering-only mode top-tier pages are never marked.
+//! * A hint fault (`do_numa_page` → `numa_migrate_check` → `mpol_misplaced` →
+//!   `should_numa_migrate_memory`) decides in the kernel's order: free-space bypass,
+//!   threshold adjustment, latency test (which stores the fault time), rate limit on
+//!   candidates; then `migrate_misplaced_folio_prepare` (target above high watermark + nr,
+//!   else wake its kswapd) and the migration. Promotion targets only the faulting CPU's node.
+//! * `task_numa_fault` accounts faults for placement and the scan-period adaptation
+//!   (`update_task_scan_period`); slow-tier faults in tiering mode are not accounted.
+//!
+//! Four generations of the promotion logic are selectable (`kernel.numa.promotion`) so the
+//! seed-001 patch series can be replayed step by step.
+
+use crate::kernel::{Kernel, NUMA_BALANCING_MEMORY_TIERING};
+use crate::mem::*;
+use crate::vmstat::Vm;
+use tiermem_core::config::PromotionPolicy;
+use tiermem_core::mempolicy::PolicyMode;
+use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SHIFT};
+
+/// `NUMA_BALANCING_NORMAL`.
+pub const NUMA_BALANCING_NORMAL: u32 = 1;
+/// `LAST_CPUPID_SHIFT` on x86-64 with NR_CPUS = 8192: 8 PID bits + 13 CPU bits. The
+/// access time shares these bits, so it wraps every 2^21 ms (≈ 35 min).
+pub const LAST_CPUPID_SHIFT: u32 = 21;
+/// `PAGE_ACCESS_TIME_MASK` (BUCKETS = 0 since LAST_CPUPID_SHIFT ≥ 12).
+pub const PAGE_ACCESS_TIME_MASK: u32 = (1 << LAST_CPUPID_SHIFT) - 1;
+const CPU_BITS: u32 = 13;
+const CPU_MASK: u32 = (1 << CPU_BITS) - 1;
+const PID_MASK: u32 = 0xFF;
+/// The reset value of the cpupid field (`-1 & LAST_CPUPID_MASK`).
+pub const CPUPID_UNSET: u32 = PAGE_ACCESS_TIME_MASK;
+/// `MAX_SCAN_WINDOW` (MB/s).
+const MAX_SCAN_WINDOW: u32 = 2560;
+/// `NUMA_PERIOD_SLOTS`, `NUMA_PERIOD_THRESHOLD`.
+const NUMA_PERIOD_SLOTS: u64 = 10;
+const NUMA_PERIOD_THRESHOLD: u64 = 7;
+/// `NUMA_MIGRATION_ADJUST_STEPS`.
+const NUMA_MIGRATION_ADJUST_STEPS: u32 = 16;
+/// A scheduler tick (HZ = 250, Debian's configuration), in ns.
+const TICK_NS: u64 = 4_000_000;
+/// Huge page size in base pages: scan chunks end on a PMD boundary.
+const HPAGE_PAGES: u64 = 512;
+
+/// Per-node promotion state (`pglist_data` fields).
+#[derive(Clone, Debug, Default)]
+pub struct PgdatNuma {
+    /// `nbp_threshold`: 0 means "use the default".
+    pub nbp_threshold: u32,
+    pub nbp_th_start: u32,
+    pub nbp_th_nr_cand: u64,
+    pub nbp_rl_start: u32,
+    pub nbp_rl_nr_cand: u64,
+}
+
+/// Per-mm scanner state.
+#[derive(Clone, Debug, Default)]
+pub struct MmNuma {
+    /// `numa_next_scan` in ms (0 = unset).
+    pub next_scan_ms: u64,
+    /// `numa_scan_offset` as a page-table index.
+    pub scan_offset: u64,
+    /// `numa_scan_seq`.
+    pub scan_seq: u32,
+    pub users: u32,
+}
+
+/// Per-task NUMA state.
+#[derive(Clone, Debug)]
+pub struct TaskNuma {
+    pub proc: u16,
+    pub cpu_node: NodeId,
+    /// The task's pid bits for cpupid matching.
+    pid: u32,
+    /// `numa_scan_period` (ms).
+    pub period_ms: u64,
+    /// `node_stamp` (ns of task runtime).
+    node_stamp_ns: u64,
+    /// `numa_scan_seq` seen at the last placement.
+    seq_seen: u32,
+    pub preferred_nid: Option<usize>,
+    faults_mem: Vec<u64>,
+    buf: Vec<u64>,
+    fault_priv: u64,
+    fault_shared: u64,
+    /// `numa_faults_locality`: remote, local, failed migrations.
+    locality: [u64; 3],
+}
+
+/// All NUMA-balancing state of the kernel.
+#[derive(Clone, Debug, Default)]
+pub struct NumaState {
+    pub pgdat: Vec<PgdatNuma>,
+    pub mm: Vec<MmNuma>,
+    pub tasks: Vec<TaskNuma>,
+}
+
+#[inline]
+fn cpupid_pid_unset(c: u32) -> bool {
+    (c >> CPU_BITS) & PID_MASK == PID_MASK
+}
+#[inline]
+fn cpupid_valid(c: u32) -> bool {
+    c & CPU_MASK != CPU_MASK
+}
+#[inline]
+fn cpupid_to_nid(c: u32) -> usize {
+    (c & CPU_MASK) as usize
+}
+
+impl Kernel {
+    fn now_ms(now: SimTime) -> u64 {
+        now.as_ms()
+    }
+
+    fn numa_mode(&self) -> u32 {
+        self.numa_balancing
+    }
+
+    /// Register a task (thread) of process `proc`; `init_numa_balancing`.
+    pub fn numa_register_task(&mut self, proc: u16, cpu_node: NodeId, now: SimTime) -> usize {
+        let nn = self.nodes.len();
+        if self.numa.pgdat.len() != nn {
+            self.numa.pgdat = vec![PgdatNuma::default(); nn];
+        }
+        while self.numa.mm.len() < self.procs.len() {
+            self.numa.mm.push(MmNuma::default());
+        }
+        let delay = self.cfg.numa.scan_delay_ms as u64;
+        let mm = &mut self.numa.mm[proc as usize];
+        mm.users += 1;
+        let users = mm.users;
+        if users == 1 {
+            mm.next_scan_ms = Self::now_ms(now) + delay;
+            mm.scan_seq = 0;
+        }
+        let tid = self.numa.tasks.len();
+        let mut t = TaskNuma {
+            proc,
+            cpu_node,
+            pid: (tid as u32 + 1) % PID_MASK,
+            period_ms: delay,
+            node_stamp_ns: 0,
+            seq_seen: 0,
+            preferred_nid: None,
+            faults_mem: vec![0; nn],
+            buf: vec![0; nn],
+            fault_priv: 0,
+            fault_shared: 0,
+            locality: [0; 3],
+        };
+        if users > 1 {
+            // A new thread of an existing mm staggers its first scan.
+            let max = self.task_scan_max(proc);
+            t.node_stamp_ns = (max.min(delay * users as u64)) * 1_000_000 + 2 * TICK_NS;
+        }
+        self.numa.tasks.push(t);
+        tid
+    }
+
+    fn this_cpupid(&self, tid: usize) -> u32 {
+        let t = &self.numa.tasks[tid];
+        (t.pid << CPU_BITS) | (t.cpu_node.0 as u32 & CPU_MASK)
+    }
+
+    fn cpupid_match_pid(&self, tid: usize, c: u32) -> bool {
+        (c >> CPU_BITS) & PID_MASK == self.numa.tasks[tid].pid
+    }
+
+    /// `folio_use_access_time`: the cpupid field holds a time.
+    fn use_access_time(&self, node: usize) -> bool {
+        self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0
+            && !self.topo.is_toptier(NodeId(node as u8))
+    }
+
+    // --- Scan period bounds ---------------------------------------------------------------
+
+    fn nr_scan_windows(&self, proc: u16) -> u64 {
+        let rss = self.procs[proc as usize].rss;
+        let scan_pages = (self.cfg.numa.scan_size_mb as u64) << (20 - PAGE_SHIFT);
+        rss.div_ceil(scan_pages).max(1)
+    }
+
+    /// `task_scan_min`.
+    pub fn task_scan_min(&self, proc: u16) -> u64 {
+        let scan = self.cfg.numa.scan_size_mb.min(MAX_SCAN_WINDOW);
+        let floor = 1000 / (MAX_SCAN_WINDOW / scan).max(1) as u64;
+        floor.max(self.cfg.numa.scan_period_min_ms as u64 / self.nr_scan_windows(proc))
+    }
+
+    /// `task_scan_max`.
+    pub fn task_scan_max(&self, proc: u16) -> u64 {
+        self.task_scan_min(proc)
+            .max(self.cfg.numa.scan_period_max_ms as u64 / self.nr_scan_windows(proc))
+    }
+
+    // --- The scanner ------------------------------------------------------------------------
+
+    /// `task_tick_numa`: called at each scheduler tick with the task's CPU runtime. Returns the
+    /// CPU time the task spends in `task_numa_work` (run on return to user space).
+    pub fn task_tick_numa(&mut self, tid: usize, runtime_ns: u64, now: SimTime) -> SimDuration {
+        if self.numa_mode() == 0 {
+            return SimDuration::ZERO;
+        }
+        let proc = self.numa.tasks[tid].proc;
+        if !self.procs[proc as usize].alive {
+            return SimDuration::ZERO;
+        }
+        let period_ns = self.numa.tasks[tid].period_ms * 1_000_000;
+        let t = &self.numa.tasks[tid];
+        if runtime_ns <= t.node_stamp_ns + period_ns {
+            return SimDuration::ZERO;
+        }
+        if t.node_stamp_ns == 0 {
+            let start = self.task_scan_min(proc);
+            self.numa.tasks[tid].period_ms = start;
+        }
+        self.numa.tasks[tid].node_stamp_ns += period_ns;
+        if Self::now_ms(now) >= self.numa.mm[proc as usize].next_scan_ms {
+            self.task_numa_work(tid, now)
+        } else {
+            SimDuration::ZERO
+        }
+    }
+
+    /// `task_numa_work`: claim the scan, then mark up to `scan_size_mb` of address space
+    /// (and at most 8× that of virtual range) PROT_NONE, resuming at `numa_scan_offset`.
+    fn task_numa_work(&mut self, tid: usize, now: SimTime) -> SimDuration {
+        let now_ms = Self::now_ms(now);
+        let proc = self.numa.tasks[tid].proc as usize;
+        let delay = self.cfg.numa.scan_delay_ms as u64;
+        {
+            let mm = &mut self.numa.mm[proc];
+            if mm.next_scan_ms == 0 {
+                mm.next_scan_ms = now_ms + delay;
+            }
+            if now_ms < mm.next_scan_ms {
+                return SimDuration::ZERO;
+            }
+        }
+        if self.numa.tasks[tid].period_ms == 0 {
+            self.numa.tasks[tid].period_ms = self.task_scan_min(proc as u16);
+        }
+        let period = self.numa.tasks[tid].period_ms;
+        self.numa.mm[proc].next_scan_ms = now_ms + period;
+        self.numa.tasks[tid].node_stamp_ns += 2 * TICK_NS;
+
+        let scan_pages = (self.cfg.numa.scan_size_mb as u64) << (20 - PAGE_SHIFT);
+        let mut pages = scan_pages as i64;
+        let mut virtpages = 8 * scan_pages as i64;
+        let total = self.procs[proc].ptes.len() as u64;
+        let mut start = self.numa.mm[proc].scan_offset.min(total);
+        let (mut visited, mut updated) = (0u64, 0u64);
+        // mm_users == 1 and private VMAs: pages already on the task's node are skipped.
+        let target_node =
+            (self.numa.mm[proc].users == 1).then_some(self.numa.tasks[tid].cpu_node.idx());
+        let vma_ends: Vec<u64> = self.procs[proc]
+            .vmas
+            .iter()
+            .map(|v| (v.pte_base + v.pages) as u64)
+            .collect();
+        let mut wrapped = false;
+        while pages > 0 && virtpages > 0 {
+            let Some(&vma_end) = vma_ends.iter().find(|&&e| e > start) else {
+                wrapped = true;
+                break;
+            };
+            let end = (start + pages as u64)
+                .next_multiple_of(HPAGE_PAGES)
+                .min(vma_end);
+            let n = self.change_prot_numa(proc, start, end, target_node, now_ms, &mut visited);
+            updated += n;
+            if n > 0 {
+                pages -= (end - start) as i64;
+            }
+            virtpages -= (end - start) as i64;
+            start = end;
+            if start >= total {
+                wrapped = true;
+                break;
+            }
+        }
+        let mm = &mut self.numa.mm[proc];
+        if wrapped {
+            // reset_ptenuma_scan
+            mm.scan_offset = 0;
+            mm.scan_seq += 1;
+        } else {
+            mm.scan_offset = start;
+        }
+        let c = &self.cfg.costs;
+        let cost = SimDuration(c.numa_scan_pte.0 * visited + c.numa_pte_update.0 * updated);
+        // Overhead cap: 32× the work's CPU time is added to node_stamp (≈ 3 % of runtime).
+        self.numa.tasks[tid].node_stamp_ns += 32 * cost.ps() / 1000;
+        cost
+    }
+
+    /// `change_prot_numa` over page-table indices `[start, end)`: mark eligible present pages
+    /// PROT_NONE; store the scan time in slow-tier pages when tiering is on. Returns PTEs updated.
+    fn change_prot_numa(
+        &mut self,
+        proc: usize,
+        start: u64,
+        end: u64,
+        target_node: Option<usize>,
+        now_ms: u64,
+        visited: &mut u64,
+    ) -> u64 {
+        let mode = self.numa_mode();
+        let mut updated = 0;
+        for idx in start..end {
+            let pte = self.procs[proc].ptes[idx as usize];
+            if pte & PTE_PRESENT == 0 {
+                continue;
+            }
+            *visited += 1;
+            if pte & PTE_PROTNONE != 0 {
+                continue;
+            }
+            let nid = pte_node(pte);
+            if target_node == Some(nid) {
+                continue;
+            }
+            let toptier = self.topo.is_toptier(NodeId(nid as u8));
+            if mode & NUMA_BALANCING_NORMAL == 0 && toptier {
+                // Tiering-only mode never scans top-tier pages.
+                continue;
+            }
+            if self.use_access_time(nid) {
+                self.nodes[nid].frames[pte_pfn(pte) as usize].atime =
+                    now_ms as u32 & PAGE_ACCESS_TIME_MASK;
+            }
+            self.procs[proc].ptes[idx as usize] = pte | PTE_PROTNONE;
+            self.vmstat.inc(nid, Vm::NumaPteUpdates);
+            updated += 1;
+        }
+        updated
+    }
+
+    // --- The hint fault -----------------------------------------------------------------------
+
+    /// `do_numa_page`: restore the PTE, decide (`numa_migrate_check` → `mpol_misplaced`),
+    /// migrate if asked, account (`task_numa_fault`). Returns the task's time in the kernel.
+    pub fn numa_hint_fault(
+        &mut self,
+        tid: usize,
+        proc: u16,
+        idx: u32,
+        write: bool,
+        now: SimTime,
+    ) -> SimDuration {
+        let p = proc as usize;
+        let pte = self.procs[p].ptes[idx as usize];
+        debug_assert!(pte & PTE_PROTNONE != 0 && pte & PTE_PRESENT != 0);
+        let mut new = (pte & !PTE_PROTNONE) | PTE_ACCESSED;
+        if write {
+            new |= PTE_DIRTY;
+        }
+        self.procs[p].ptes[idx as usize] = new;
+        let mut cost = self.cfg.costs.numa_hint_fault;
+        let nid = pte_node(pte);
+        let pfn = pte_pfn(pte);
+        let cpu_node = self.numa.tasks[tid].cpu_node.idx();
+        self.vmstat.inc(nid, Vm::NumaHintFaults);
+        let local = nid == cpu_node;
+        if local {
+            self.vmstat.inc(nid, Vm::NumaHintFaultsLocal);
+        }
+        let last_cpupid = if self.use_access_time(nid) {
+            CPUPID_UNSET
+        } else {
+            self.nodes[nid].frames[pfn as usize].atime
+        };
+        let target = self.mpol_misplaced(tid, proc, idx, nid, pfn, now);
+        let mut mem_node = nid;
+        let (mut migrated, mut failed) = (false, false);
+        if let Some(dst) = target {
+            if self.migrate_misplaced_prepare(dst, now) {
+                let c = self.migrate_misplaced_folio(nid, pfn, dst);
+                cost += c;
+                mem_node = dst;
+                migrated = true;
+            } else {
+                failed = true;
+            }
+        }
+        self.task_numa_fault(tid, last_cpupid, mem_node, local, migrated, failed, now);
+        cost
+    }
+
+    /// `mpol_misplaced`: only the default policy carries `MPOL_F_MOF | MPOL_F_MORON`; with it
+    /// the target is the faulting CPU's node, if `should_numa_migrate_memory` agrees.
+    fn mpol_misplaced(
+        &mut self,
+        tid: usize,
+        proc: u16,
+        idx: u32,
+        nid: usize,
+        pfn: u32,
+        now: SimTime,
+    ) -> Option<usize> {
+        let pr = &self.procs[proc as usize];
+        let vma_pol = pr.vma_of(idx).and_then(|v| v.policy.as_ref());
+        let mode = vma_pol.map_or(pr.policy.mode, |p| p.mode);
+        if mode != PolicyMode::Default {
+            return None;
+        }
+        let dst = self.numa.tasks[tid].cpu_node.idx();
+        if !self.should_numa_migrate_memory(tid, nid, pfn, dst, now) {
+            return None;
+        }
+        (dst != nid).then_some(dst)
+    }
+
+    /// `should_numa_migrate_memory`.
+    fn should_numa_migrate_memory(
+        &mut self,
+        tid: usize,
+        src: usize,
+        pfn: u32,
+        dst: usize,
+        now: SimTime,
+    ) -> bool {
+        if self.use_access_time(src) {
+            let gen = self.cfg.numa.promotion;
+            if gen == PromotionPolicy::Mru {
+                // 5.18: every slow-tier page touched after a scan is promoted.
+                return true;
+            }
+            if self.pgdat_free_space_enough(dst) {
+                // Workload changed: reset the hot threshold.
+                self.numa.pgdat[dst].nbp_threshold = 0;
+                if gen == PromotionPolicy::AutoThreshold {
+                    self.vmstat.inc(dst, Vm::PgpromoteCandidateNrl);
+                }
+                return true;
+            }
+            let def_th = self.cfg.numa.hot_threshold_ms;
+            let rate_limit = self.cfg.numa.promote_rate_limit_mbps << (20 - PAGE_SHIFT);
+            if gen == PromotionPolicy::AutoThreshold {
+                self.numa_promotion_adjust_threshold(dst, rate_limit, def_th, now);
+            }
+            let th = match self.numa.pgdat[dst].nbp_threshold {
+                0 => def_th,
+                t => t,
+            };
+            if self.numa_hint_fault_latency(src, pfn, now) >= th {
+                return false;
+            }
+            if gen == PromotionPolicy::HotThreshold {
+                return true;
+            }
+            return !self.numa_promotion_rate_limit(dst, rate_limit, 1, now);
+        }
+        // Classic NUMA balancing: private/shared, two-stage filter.
+        let this = self.this_cpupid(tid);
+        let frame = &mut self.nodes[src].frames[pfn as usize];
+        let last = frame.atime;
+        frame.atime = this;
+        if self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING == 0
+            && !self.topo.is_toptier(NodeId(src as u8))
+            && !cpupid_valid(last)
+        {
+            return false;
+        }
+        let t = &self.numa.tasks[tid];
+        let seq = self.numa.mm[t.proc as usize].scan_seq;
+        if (t.preferred_nid.is_none() || seq <= 4)
+            && (cpupid_pid_unset(last) || self.cpupid_match_pid(tid, last))
+        {
+            return true;
+        }
+        if !cpupid_pid_unset(last) && cpupid_to_nid(last) != dst {
+            return false;
+        }
+        // Private faults always migrate; a shared fault without a numa_group migrates too.
+        true
+    }
+
+    /// `pgdat_free_space_enough`: free above `promo + max(1 GiB, present/16)`.
+    fn pgdat_free_space_enough(&self, n: usize) -> bool {
+        let node = &self.nodes[n];
+        let enough = (1u64 << (30 - PAGE_SHIFT)).max(node.present >> 4);
+        node.free > node.wmark.promo + enough
+    }
+
+    /// `numa_hint_fault_latency`: time since the stored scan/fault time; stores now.
+    fn numa_hint_fault_latency(&mut self, node: usize, pfn: u32, now: SimTime) -> u32 {
+        let t = Self::now_ms(now) as u32 & PAGE_ACCESS_TIME_MASK;
+        let f = &mut self.nodes[node].frames[pfn as usize];
+        let last = f.atime;
+        f.atime = t;
+        t.wrapping_sub(last) & PAGE_ACCESS_TIME_MASK
+    }
+
+    /// `numa_promotion_adjust_threshold`.
+    fn numa_promotion_adjust_threshold(
+        &mut self,
+        n: usize,
+        rate_limit: u64,
+        ref_th: u32,
+        now: SimTime,
+    ) {
+        let now_ms = Self::now_ms(now) as u32;
+        let period = self.cfg.numa.scan_period_max_ms;
+        let start = self.numa.pgdat[n].nbp_th_start;
+        if now_ms.wrapping_sub(start) <= period {
+            return;
+        }
+        let nr_cand = self.vmstat.node(n, Vm::PgpromoteCandidate);
+        let pg = &mut self.numa.pgdat[n];
+        pg.nbp_th_start = now_ms;
+        let ref_cand = rate_limit * period as u64 / 1000;
+        let diff = nr_cand - pg.nbp_th_nr_cand;
+        let unit = ref_th * 2 / NUMA_MIGRATION_ADJUST_STEPS;
+        let mut th = if pg.nbp_threshold != 0 {
+            pg.nbp_threshold
+        } else {
+            ref_th
+        };
+        if diff > ref_cand * 11 / 10 {
+            th = th.saturating_sub(unit).max(unit);
+        } else if diff < ref_cand * 9 / 10 {
+            th = (th + unit).min(ref_th * 2);
+        }
+        pg.nbp_th_nr_cand = nr_cand;
+        pg.nbp_threshold = th;
+    }
+
+    /// `numa_promotion_rate_limit`: count the candidate, then test the 1-second window.
+    fn numa_promotion_rate_limit(
+        &mut self,
+        n: usize,
+        rate_limit: u64,
+        nr: u64,
+        now: SimTime,
+    ) -> bool {
+        self.vmstat.add(n, Vm::PgpromoteCandidate, nr);
+        let nr_cand = self.vmstat.node(n, Vm::PgpromoteCandidate);
+        let now_ms = Self::now_ms(now) as u32;
+        let pg = &mut self.numa.pgdat[n];
+        if now_ms.wrapping_sub(pg.nbp_rl_start) > 1000 {
+            pg.nbp_rl_start = now_ms;
+            pg.nbp_rl_nr_cand = nr_cand;
+        }
+        nr_cand - pg.nbp_rl_nr_cand >= rate_limit
+    }
+
+    /// `migrate_misplaced_folio_prepare`: the target must be above its high watermark + nr
+    /// (`migrate_balanced_pgdat`); in tiering mode a failure wakes the target's kswapd. With
+    /// `promote_ignore_watermarks` (seed 000's choice a) the check is skipped and the page is
+    /// taken down to the min watermark, waking kswapd below low like a normal allocation.
+    fn migrate_misplaced_prepare(&mut self, dst: usize, now: SimTime) -> bool {
+        let (free, w) = (self.nodes[dst].free, self.nodes[dst].wmark);
+        if self.cfg.numa.promote_ignore_watermarks {
+            if free <= w.low {
+                self.wakeup_kswapd(dst, now);
+            }
+            return free > w.min;
+        }
+        if free > w.high + 1 {
+            return true;
+        }
+        if self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0 {
+            self.wakeup_kswapd(dst, now);
+        }
+        false
+    }
+
+    /// `migrate_misplaced_folio`: isolate, migrate (`MR_NUMA_MISPLACED`), count.
+    fn migrate_misplaced_folio(&mut self, src: usize, pfn: u32, dst: usize) -> SimDuration {
+        let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
+        self.nodes[src].lru_del(pfn);
+        let new_pfn = self.migrate_frame(src, pfn, dst, active);
+        let tiering = self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0;
+        let (src_top, dst_top) = (
+            self.topo.is_toptier(NodeId(src as u8)),
+            self.topo.is_toptier(NodeId(dst as u8)),
+        );
+        if tiering && src_top != dst_top {
+            // folio_migrate_flags: crossing the top-tier boundary resets the cpupid/time field.
+            self.nodes[dst].frames[new_pfn as usize].atime = CPUPID_UNSET;
+        }
+        self.vmstat.inc(dst, Vm::NumaPagesMigrated);
+        if tiering && !src_top && dst_top {
+            self.vmstat.inc(dst, Vm::PgpromoteSuccess);
+        }
+        self.cfg.costs.migrate_page
+    }
+
+    /// `task_numa_fault` + `task_numa_placement` + `update_task_scan_period`.
+    #[allow(clippy::too_many_arguments)]
+    fn task_numa_fault(
+        &mut self,
+        tid: usize,
+        last_cpupid: u32,
+        mem_node: usize,
+        local: bool,
+        _migrated: bool,
+        failed: bool,
+        now: SimTime,
+    ) {
+        if !self.topo.is_toptier(NodeId(mem_node as u8))
+            && (self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0 || !cpupid_valid(last_cpupid))
+        {
+            return;
+        }
+        let priv_ = if last_cpupid == CPUPID_UNSET {
+            true
+        } else {
+            self.cpupid_match_pid(tid, last_cpupid)
+        };
+        self.task_numa_placement(tid, now);
+        let t = &mut self.numa.tasks[tid];
+        if failed {
+            t.locality[2] += 1;
+        }
+        t.buf[mem_node] += 1;
+        if priv_ {
+            t.fault_priv += 1;
+        } else {
+            t.fault_shared += 1;
+        }
+        t.locality[local as usize] += 1;
+    }
+
+    fn task_numa_placement(&mut self, tid: usize, now: SimTime) {
+        let proc = self.numa.tasks[tid].proc as usize;
+        let seq = self.numa.mm[proc].scan_seq;
+        if self.numa.tasks[tid].seq_seen == seq {
+            return;
+        }
+        let t = &mut self.numa.tasks[tid];
+        t.seq_seen = seq;
+        let (shared, private) = (t.fault_shared, t.fault_priv);
+        t.fault_shared = 0;
+        t.fault_priv = 0;
+        for n in 0..t.faults_mem.len() {
+            t.faults_mem[n] = t.faults_mem[n] / 2 + t.buf[n];
+            t.buf[n] = 0;
+        }
+        let best = (0..t.faults_mem.len()).max_by_key(|&n| (t.faults_mem[n], usize::MAX - n));
+        if let Some(b) = best.filter(|&b| t.faults_mem[b] > 0) {
+            t.preferred_nid = Some(b);
+        }
+        self.update_task_scan_period(tid, shared, private, now);
+    }
+
+    /// `update_task_scan_period`: aim for 70 % local (10 slots, threshold 7).
+    fn update_task_scan_period(&mut self, tid: usize, shared: u64, private: u64, now: SimTime) {
+        let proc = self.numa.tasks[tid].proc;
+        let (min, max) = (self.task_scan_min(proc), self.task_scan_max(proc));
+        let t = &mut self.numa.tasks[tid];
+        let [remote, local, failed] = t.locality;
+        t.locality = [0; 3];
+        if local + shared == 0 || failed > 0 {
+            t.period_ms = max.min(t.period_ms * 2);
+            self.numa.mm[proc as usize].next_scan_ms = Self::now_ms(now) + t.period_ms;
+            return;
+        }
+        let slot = t.period_ms.div_ceil(NUMA_PERIOD_SLOTS) as i64;
+        let lr = NUMA_PERIOD_SLOTS * local / (local + remote);
+        let ps = NUMA_PERIOD_SLOTS * private / (private + shared).max(1);
+        let diff = if ps >= NUMA_PERIOD_THRESHOLD {
+            (ps - NUMA_PERIOD_THRESHOLD).max(1) as i64 * slot
+        } else if lr >= NUMA_PERIOD_THRESHOLD {
+            (lr - NUMA_PERIOD_THRESHOLD).max(1) as i64 * slot
+        } else {
+            -((NUMA_PERIOD_THRESHOLD - lr.max(ps)) as i64) * slot
+        };
+        t.period_ms = (t.period_ms as i64 + diff).clamp(min as i64, max as i64) as u64;
+    }
+
+    /// The hot threshold in effect on node `n` (ms), for the timeline.
+    pub fn effective_hot_threshold(&self, n: usize) -> u32 {
+        match self.numa.pgdat.get(n).map_or(0, |p| p.nbp_threshold) {
+            0 => self.cfg.numa.hot_threshold_ms,
+            t => t,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpupid_encoding() {
+        assert!(cpupid_pid_unset(CPUPID_UNSET));
+        assert!(!cpupid_valid(CPUPID_UNSET));
+        let c = (5 << CPU_BITS) | 1;
+        assert!(!cpupid_pid_unset(c) && cpupid_valid(c));
+        assert_eq!(cpupid_to_nid(c), 1);
+    }
+}
