@@ -118,9 +118,11 @@ pub struct Kswapd {
     /// `pgdat->kswapd_failures`.
     pub failures: u32,
     priority: u8,
-    scanned_at_priority: u64,
-    reclaimed_at_priority: u64,
-    reclaimed_this_run: u64,
+    /// Pages scanned / reclaimed in the current `kswapd_shrink_node` pass.
+    pass_scanned: u64,
+    pass_reclaimed: u64,
+    /// Pages reclaimed in the current priority sweep (DEF_PRIORITY down to 1).
+    sweep_reclaimed: u64,
     /// kswapd's own clock: it has done work up to here.
     pub busy_until: SimTime,
     /// CPU time used.
@@ -133,9 +135,9 @@ impl Kswapd {
             awake: false,
             failures: 0,
             priority: DEF_PRIORITY,
-            scanned_at_priority: 0,
-            reclaimed_at_priority: 0,
-            reclaimed_this_run: 0,
+            pass_scanned: 0,
+            pass_reclaimed: 0,
+            sweep_reclaimed: 0,
             busy_until: SimTime::ZERO,
             cpu_time: SimDuration::ZERO,
         }
@@ -352,56 +354,54 @@ impl Kernel {
                 return Ok((n, pfn, SimDuration::ZERO));
             }
         }
-        // Slow path.
-        for &n in &zl {
-            self.wakeup_kswapd(n, now);
-        }
+        // Slow path: wake_all_kswapds, then the min watermark, then direct reclaim; repeated
+        // until MAX_RECLAIM_RETRIES rounds make no progress.
         let mut cost = SimDuration::ZERO;
         let mut no_progress = 0;
+        let mut oom_kills = 0;
         loop {
             for &n in &zl {
-                if self.wmark_ok(n, self.nodes[n].wmark.min) {
-                    let (n, pfn) = self.take_on(n, first, cpu_node.idx(), owner, vpn);
-                    return Ok((n, pfn, cost));
-                }
+                self.wakeup_kswapd(n, now);
             }
-            if no_progress > MAX_RECLAIM_RETRIES {
-                break;
-            }
-            let r = self.try_to_free_pages(&zl);
-            cost += r.cost;
-            if r.reclaimed == 0 {
-                no_progress += 1;
-                if r.scanned == 0 {
-                    // Nothing reclaimable at all: should_reclaim_retry gives up.
-                    break;
-                }
-            } else {
-                no_progress = 0;
-            }
-        }
-        // Last chance at the min watermark on any zone (__alloc_pages_may_oom tries HIGH; a
-        // page freed by kswapd in the meantime is taken here), then the OOM killer.
-        if let Some(&n) = zl
-            .iter()
-            .find(|&&n| self.nodes[n].free > 0 && self.wmark_ok(n, self.nodes[n].wmark.min / 2))
-        {
-            let (n, pfn) = self.take_on(n, first, cpu_node.idx(), owner, vpn);
-            return Ok((n, pfn, cost));
-        }
-        self.out_of_memory(owner);
-        if !self.procs[owner as usize].alive {
-            return Err(FaultError::OomKilled);
-        }
-        // Another process was killed: memory is free now.
-        for &n in &zl {
-            if self.nodes[n].free > 0 {
+            if let Some(&n) = zl
+                .iter()
+                .find(|&&n| self.wmark_ok(n, self.nodes[n].wmark.min))
+            {
                 let (n, pfn) = self.take_on(n, first, cpu_node.idx(), owner, vpn);
                 return Ok((n, pfn, cost));
             }
+            if no_progress <= MAX_RECLAIM_RETRIES {
+                let r = self.try_to_free_pages(&zl);
+                cost += r.cost;
+                if r.reclaimed > 0 {
+                    no_progress = 0;
+                    continue;
+                }
+                no_progress += 1;
+                if r.scanned > 0 {
+                    continue;
+                }
+            }
+            // __alloc_pages_may_oom: a last try at the high watermark, then the OOM killer;
+            // after a kill the slow path starts over.
+            if let Some(&n) = zl
+                .iter()
+                .find(|&&n| self.wmark_ok(n, self.nodes[n].wmark.high))
+            {
+                let (n, pfn) = self.take_on(n, first, cpu_node.idx(), owner, vpn);
+                return Ok((n, pfn, cost));
+            }
+            self.out_of_memory(owner);
+            oom_kills += 1;
+            if !self.procs[owner as usize].alive {
+                return Err(FaultError::OomKilled);
+            }
+            no_progress = 0;
+            if oom_kills > self.procs.len() {
+                self.kill_process(owner);
+                return Err(FaultError::OomKilled);
+            }
         }
-        self.kill_process(owner);
-        Err(FaultError::OomKilled)
     }
 
     /// `out_of_memory` → `select_bad_process`: kill the live process with the most
@@ -559,9 +559,9 @@ impl Kernel {
         let k = &mut self.kswapd[n];
         k.awake = true;
         k.priority = DEF_PRIORITY;
-        k.scanned_at_priority = 0;
-        k.reclaimed_at_priority = 0;
-        k.reclaimed_this_run = 0;
+        k.pass_scanned = 0;
+        k.pass_reclaimed = 0;
+        k.sweep_reclaimed = 0;
         if k.busy_until < now {
             k.busy_until = now;
         }
@@ -569,43 +569,59 @@ impl Kernel {
     }
 
     /// Run kswapd of node `n` until `until` (its CPU time is its own; it does not slow the
-    /// workload except through the memory traffic it causes). A time-sliced
-    /// `balance_pgdat`: batches of `SWAP_CLUSTER_MAX` at the current priority; the priority
-    /// drops when a pass of `lru_size >> priority` pages reclaims nothing; a whole run
-    /// without progress counts a `kswapd_failure`.
+    /// workload except through the memory traffic it causes). A time-sliced `balance_pgdat`:
+    /// each pass (`kswapd_shrink_node`) aims at `max(high_wmark, SWAP_CLUSTER_MAX)` pages at
+    /// the current priority, done in batches of `SWAP_CLUSTER_MAX`; balance is checked
+    /// between passes (so kswapd overshoots as the kernel does); the priority drops after a
+    /// pass that scanned less than its target or reclaimed nothing; a whole sweep down to
+    /// priority 1 without reclaiming counts a `kswapd_failure`; kswapd sleeps when the node
+    /// is balanced or after `MAX_RECLAIM_RETRIES` failures (`prepare_kswapd_sleep`).
     pub fn run_kswapd(&mut self, n: usize, until: SimTime) {
         while self.kswapd[n].awake && self.kswapd[n].busy_until < until {
-            if self.pgdat_balanced(n) {
+            let k = &self.kswapd[n];
+            // Balance is checked at pass boundaries only.
+            if k.pass_scanned == 0 && k.pass_reclaimed == 0 && self.pgdat_balanced(n) {
                 self.kswapd_sleep(n);
                 break;
             }
-            let prio = self.kswapd[n].priority;
+            let prio = k.priority;
             let r = self.shrink_node(n, SWAP_CLUSTER_MAX, prio, Reclaimer::Kswapd);
+            let nr_to_reclaim = self.nodes[n].wmark.high.max(SWAP_CLUSTER_MAX);
+            let lru_total =
+                self.nodes[n].lru_len(Lru::InactiveAnon) + self.nodes[n].lru_len(Lru::ActiveAnon);
             let k = &mut self.kswapd[n];
             // Even a fruitless batch costs something, so time always advances.
             let cost = r.cost.max(SimDuration::from_ns(200));
             k.busy_until += cost;
             k.cpu_time += cost;
-            k.scanned_at_priority += r.scanned.max(1);
-            k.reclaimed_at_priority += r.reclaimed;
-            k.reclaimed_this_run += r.reclaimed;
-            let lru_total =
-                self.nodes[n].lru_len(Lru::InactiveAnon) + self.nodes[n].lru_len(Lru::ActiveAnon);
-            let k = &mut self.kswapd[n];
-            let pass = (lru_total >> k.priority).max(SWAP_CLUSTER_MAX);
-            if r.scanned == 0 || k.scanned_at_priority >= pass {
-                if k.reclaimed_at_priority == 0 {
-                    if k.priority > 1 && r.scanned > 0 {
-                        k.priority -= 1;
-                    } else {
-                        // balance_pgdat finished without reclaiming anything.
+            k.pass_scanned += r.scanned;
+            k.pass_reclaimed += r.reclaimed;
+            k.sweep_reclaimed += r.reclaimed;
+            if r.reclaimed > 0 {
+                k.failures = 0;
+            }
+            let pass_target = lru_total >> k.priority;
+            if r.scanned == 0 || k.pass_scanned >= pass_target || k.pass_reclaimed >= nr_to_reclaim
+            {
+                // End of a kswapd_shrink_node pass.
+                let raise_priority = k.pass_scanned < nr_to_reclaim;
+                if raise_priority || k.pass_reclaimed == 0 {
+                    k.priority -= 1;
+                }
+                k.pass_scanned = 0;
+                k.pass_reclaimed = 0;
+                if k.priority < 1 {
+                    if k.sweep_reclaimed == 0 {
                         k.failures += 1;
+                    }
+                    k.sweep_reclaimed = 0;
+                    k.priority = DEF_PRIORITY;
+                    if k.failures >= MAX_RECLAIM_RETRIES {
                         self.kswapd_sleep(n);
                         break;
                     }
+                    self.vmstat.inc(n, Vm::Pageoutrun);
                 }
-                k.scanned_at_priority = 0;
-                k.reclaimed_at_priority = 0;
             }
         }
     }
@@ -614,6 +630,9 @@ impl Kernel {
         let k = &mut self.kswapd[n];
         k.awake = false;
         k.priority = DEF_PRIORITY;
+        k.pass_scanned = 0;
+        k.pass_reclaimed = 0;
+        k.sweep_reclaimed = 0;
     }
 
     /// `try_to_free_pages` → `do_try_to_free_pages`: reclaim `SWAP_CLUSTER_MAX` pages from
@@ -621,7 +640,7 @@ impl Kernel {
     fn try_to_free_pages(&mut self, zl: &[usize]) -> ReclaimResult {
         let mut total = ReclaimResult::default();
         if let Some(&first) = zl.first() {
-            self.vmstat.inc(first, Vm::AllocstallNormal);
+            self.vmstat.inc(first, Vm::AllocstallMovable);
         }
         let mut prio = DEF_PRIORITY as i32;
         while prio >= 0 && total.reclaimed < SWAP_CLUSTER_MAX {
@@ -819,15 +838,32 @@ impl Kernel {
         };
         let mut demoted = 0;
         let mut cost = SimDuration::ZERO;
-        for &pfn in list {
-            let dst = std::iter::once(target)
-                .chain(
-                    self.topo.fallback[target]
-                        .iter()
-                        .map(|x| x.idx())
-                        .filter(|x| self.topo.lower_tier_mask[n].iter().any(|m| m.idx() == *x)),
-                )
-                .find(|&d| self.wmark_ok(d, self.nodes[d].wmark.min));
+        // The target first (__GFP_THISNODE), then the lower-tier mask in the target's zonelist order.
+        let candidates: Vec<usize> = std::iter::once(target)
+            .chain(
+                self.topo.fallback[target]
+                    .iter()
+                    .map(|x| x.idx())
+                    .filter(|x| {
+                        *x != target && self.topo.lower_tier_mask[n].iter().any(|m| m.idx() == *x)
+                    }),
+            )
+            .collect();
+        for (i, &pfn) in list.iter().enumerate() {
+            // alloc_demote_folio: GFP_NOWAIT keeps __GFP_KSWAPD_RECLAIM, so each attempt is a
+            // fast path at the low watermark, a kswapd wakeup, then the min watermark.
+            let mut dst = None;
+            for &d in &candidates {
+                if self.wmark_ok(d, self.nodes[d].wmark.low) {
+                    dst = Some(d);
+                    break;
+                }
+                self.wakeup_kswapd(d, SimTime(self.kswapd[n].busy_until.0));
+                if self.wmark_ok(d, self.nodes[d].wmark.min) {
+                    dst = Some(d);
+                    break;
+                }
+            }
             match dst {
                 Some(d) => {
                     self.migrate_frame(n, pfn, d, false);
@@ -835,8 +871,10 @@ impl Kernel {
                     cost += self.cfg.costs.migrate_page;
                 }
                 None => {
+                    // migrate_pages stops at the first -ENOMEM; the rest are not tried.
                     self.vmstat.inc(n, Vm::PgmigrateFail);
-                    failed.push(pfn);
+                    failed.extend_from_slice(&list[i..]);
+                    break;
                 }
             }
         }
@@ -855,9 +893,17 @@ impl Kernel {
             nf.flags = f.flags & F_REFERENCED;
             nf.atime = f.atime;
         }
+        // remove_migration_pte rebuilds the PTE from the VMA's protection: the NUMA hint is lost.
         let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
-        let keep = *pte & (PTE_ACCESSED | PTE_DIRTY | PTE_PROTNONE);
+        let keep = *pte & (PTE_ACCESSED | PTE_DIRTY);
         *pte = pte_mk(dst, new_pfn) | keep;
+        // folio_migrate_flags: in tiering mode crossing the top-tier boundary resets the
+        // cpupid/access-time field.
+        if self.numa_balancing & NUMA_BALANCING_MEMORY_TIERING != 0
+            && self.topo.is_toptier(NodeId(src as u8)) != self.topo.is_toptier(NodeId(dst as u8))
+        {
+            self.nodes[dst].frames[new_pfn as usize].atime = crate::numa::CPUPID_UNSET;
+        }
         self.nodes[dst].lru_add(
             if active {
                 Lru::ActiveAnon
@@ -882,11 +928,14 @@ impl Kernel {
         let mut cost = self.cfg.costs.reclaim_unmap_page;
         let new_pte;
         if let Some((z, area)) = self.zram.as_mut().filter(|(_, a)| a.has_room()) {
-            let slot = area.alloc(n);
+            // zs_malloc allocates on the reclaiming CPU's node: kswapd of a CPU-less node runs
+            // on the nearest CPU node, so its compressed pages land there.
+            let pool_node = self.topo.nearest_cpu_node(NodeId(n as u8)).idx();
+            let slot = area.alloc(pool_node);
             cost += z.compress_cost;
             let compressed = (PAGE_SIZE as f64 / z.compression_ratio).ceil() as u64;
             new_pte = PTE_ZRAM | slot as u64;
-            self.zram_pool_add(n, compressed as i64);
+            self.zram_pool_add(pool_node, compressed as i64);
             self.kernel_traffic[n].0 += PAGE_SIZE;
         } else if let Some((s, area)) = self.swap.as_mut().filter(|(_, a)| a.has_room()) {
             let slot = area.alloc(n);

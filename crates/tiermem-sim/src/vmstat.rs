@@ -48,7 +48,7 @@ counters! {
     PgmigrateFail => "pgmigrate_fail": "pages that failed to migrate",
     Pswpin => "pswpin": "pages swapped in",
     Pswpout => "pswpout": "pages swapped out",
-    AllocstallNormal => "allocstall_normal": "direct reclaim entries (`do_try_to_free_pages`)",
+    AllocstallMovable => "allocstall_movable": "direct reclaim entries (`do_try_to_free_pages`, user pages are GFP_HIGHUSER_MOVABLE)",
     Pageoutrun => "pageoutrun": "kswapd `balance_pgdat` runs",
     OomKill => "oom_kill": "processes killed by the OOM killer",
     NumaPteUpdates => "numa_pte_updates": "PTEs made PROT_NONE by the NUMA scanner",

@@ -95,7 +95,9 @@ fn kswapd_keeps_free_pages_between_min_and_high_under_bind() {
         r.summary.nodes[1].used_bytes, 0,
         "bind keeps pages off node 1"
     );
-    // Sampled free pages of node 0 (after it first filled) stay within [min, high + batch].
+    // Sampled free pages of node 0 (after it first filled) stay within [min, high + one
+    // kswapd pass]: balance is checked between kswapd_shrink_node passes of
+    // max(high, SWAP_CLUSTER_MAX) pages, so kswapd overshoots high by up to one pass.
     let lines: Vec<&str> = r.timeline_csv.lines().collect();
     let head: Vec<&str> = lines[0].split(',').collect();
     let col = head.iter().position(|h| *h == "node0_free_pages").unwrap();
@@ -103,16 +105,29 @@ fn kswapd_keeps_free_pages_between_min_and_high_under_bind() {
         .iter()
         .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
         .collect();
-    let filled: Vec<u64> = frees.into_iter().skip_while(|&f| f > w.high + 64).collect();
+    // kswapd checks balance between kswapd_shrink_node passes of max(high, SWAP_CLUSTER_MAX)
+    // pages, so it overshoots high by up to one pass.
+    let pass = w.high.max(32) + 32;
+    let filled: Vec<u64> = frees
+        .into_iter()
+        .skip_while(|&f| f > w.high + pass)
+        .collect();
     assert!(filled.len() > 20);
     for f in &filled {
         assert!(
-            *f >= w.min && *f <= w.high + 64,
-            "free {f} outside [min {}, high {}]",
+            *f >= w.min && *f <= w.high + pass,
+            "free {f} outside [min {}, high {} + pass {pass}]",
             w.min,
             w.high
         );
     }
+    // Most of the time free pages sit at or above low.
+    let inside = filled.iter().filter(|&&f| f >= w.low).count();
+    assert!(
+        inside * 10 >= filled.len() * 7,
+        "{inside} of {} samples at or above low",
+        filled.len()
+    );
 }
 
 #[test]
