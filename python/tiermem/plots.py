@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 #: Timeline plot kinds understood by :func:`plot_timeline`.
-KINDS = ("placement", "bandwidth", "latency", "vmstat")
+KINDS = ("placement", "bandwidth", "latency", "vmstat", "promotion", "threshold")
 
 #: Base page size of the simulated machine; ``nodeN_used_pages`` counts these.
 PAGE_SIZE = 4096
@@ -93,6 +93,8 @@ _KIND_TITLES = {
     "bandwidth": "Memory bandwidth",
     "latency": "Loaded memory latency",
     "vmstat": "vmstat event rates",
+    "promotion": "Promotion and demotion rates",
+    "threshold": "NUMA-balancing hot threshold",
 }
 
 Series = Tuple[str, np.ndarray, np.ndarray]
@@ -195,6 +197,21 @@ def timeline_series(df: pd.DataFrame, kind: str) -> Tuple[List[Series], str]:
             x, y = _rates(t, df[c].fillna(0).to_numpy(dtype=float))
             series.append((c, x, y))
         return series, "events per second"
+    if kind == "promotion":
+        t = _time(df)
+        series = []
+        for c in ("pgpromote_success", "pgdemote_kswapd", "pgdemote_direct"):
+            if c in df.columns and df[c].fillna(0).to_numpy(dtype=float).max() > 0:
+                x, y = _rates(t, df[c].fillna(0).to_numpy(dtype=float) * PAGE_SIZE / 1e6)
+                series.append((c.replace("pgpromote_success", "promoted").replace("pgdemote_", "demoted by "), x, y))
+        return series, "MB/s"
+    if kind == "threshold":
+        series = [
+            (label, x, y)
+            for label, x, y in _node_series(df, ["hot_threshold_ms"], 1.0)
+            if np.nanmax(y, initial=0.0) > 0
+        ]
+        return series, "hot threshold (ms)"
     raise ValueError(f"unknown timeline plot kind {kind!r}: expected one of {', '.join(KINDS)}")
 
 

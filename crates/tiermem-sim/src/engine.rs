@@ -693,6 +693,14 @@ impl Simulation {
     }
 
     fn finish(&mut self) -> SimResult {
+        if std::env::var_os("TIERMEM_DEBUG_NUMA").is_some() {
+            for (i, t) in self.kernel.numa.tasks.iter().enumerate() {
+                eprintln!(
+                    "task {i}: period {} ms, preferred {:?}, scan_seq {}",
+                    t.period_ms, t.preferred_nid, self.kernel.numa.mm[t.proc as usize].scan_seq
+                );
+            }
+        }
         let sim_secs = SimTime(self.now).secs_f64().max(1e-12);
         let now = self.now;
         let reports: Vec<ThreadReport> = self

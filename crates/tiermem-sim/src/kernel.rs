@@ -224,7 +224,10 @@ impl Kernel {
             kernel_traffic: vec![(0, 0); n],
             numa_balancing,
             rng,
-            numa: Default::default(),
+            numa: crate::numa::NumaState {
+                pgdat: vec![Default::default(); n],
+                ..Default::default()
+            },
             oom_victims: Vec::new(),
         }
     }

@@ -688,6 +688,10 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand_core::SeedableRng;
+    use tiermem_core::config::{KernelConfig, PromotionPolicy};
+    use tiermem_core::mempolicy::MemPolicy;
+    use tiermem_core::topology::{MachineConfig, Topology};
 
     #[test]
     fn cpupid_encoding() {
@@ -696,5 +700,323 @@ mod tests {
         let c = (5 << CPU_BITS) | 1;
         assert!(!cpupid_pid_unset(c) && cpupid_valid(c));
         assert_eq!(cpupid_to_nid(c), 1);
+    }
+
+    /// Nodes 0 and 1: DRAM with CPUs on two sockets; node 2: CPU-less PMEM on socket 0.
+    fn kernel(mode: u32, promotion: PromotionPolicy, dram: &str) -> Kernel {
+        let text = format!(
+            "name = \"t\"\n[[nodes]]\nid = 0\ncpus = 2\nsocket = 0\ncapacity = \"{dram}\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n\
+             [[nodes]]\nid = 1\ncpus = 2\nsocket = 1\ncapacity = \"{dram}\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n\
+             [[nodes]]\nid = 2\nsocket = 0\ncapacity = \"1GiB\"\nkind = \"pmem\"\nread_latency = \"300ns\"\nread_bandwidth = \"5GB/s\"\n"
+        );
+        let m: MachineConfig = toml::from_str(&text).unwrap();
+        let topo = Topology::new(&m).unwrap();
+        let mut cfg = KernelConfig::default();
+        cfg.numa_balancing = mode;
+        cfg.demotion_enabled = true;
+        cfg.numa.promotion = promotion;
+        Kernel::new(
+            topo,
+            cfg,
+            rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1),
+        )
+    }
+
+    fn at(ms: u64) -> SimTime {
+        SimTime(ms * 1_000_000_000)
+    }
+
+    /// A process running on `cpu` with pages `[0, n)`; page i placed on `place(i)`.
+    fn process(k: &mut Kernel, cpu: u8, n: u32, place: impl Fn(u32) -> u8) -> (u16, usize) {
+        let p = k.add_process(
+            "p".into(),
+            NodeId(cpu),
+            MemPolicy::default(),
+            vec![("m".into(), n, None)],
+        );
+        for i in 0..n {
+            let node = place(i);
+            k.procs[p as usize].policy = MemPolicy {
+                mode: PolicyMode::Bind,
+                nodes: vec![NodeId(node)],
+            };
+            k.handle_fault(p, i, false, NodeId(cpu), at(0)).unwrap();
+        }
+        k.procs[p as usize].policy = MemPolicy::default();
+        let tid = k.numa_register_task(p, NodeId(cpu), at(0));
+        (p, tid)
+    }
+
+    fn node_of(k: &Kernel, p: u16, i: u32) -> usize {
+        pte_node(k.procs[p as usize].ptes[i as usize])
+    }
+
+    fn protnone(k: &Kernel, p: u16, i: u32) -> bool {
+        k.procs[p as usize].ptes[i as usize] & PTE_PROTNONE != 0
+    }
+
+    /// Fill node `n` to exactly its high watermark (promotion then fails the prepare check).
+    fn fill_to_high(k: &mut Kernel, n: usize) {
+        let take = k.nodes[n].free - k.nodes[n].wmark.high;
+        k.nodes[n].free -= take;
+        k.nodes[n].kernel_pages += take;
+    }
+
+    #[test]
+    fn tiering_only_mode_never_scans_top_tier_pages() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::AutoThreshold,
+            "256MiB",
+        );
+        // Two threads so the "already on the task's node" skip does not apply.
+        let (p, _) = process(&mut k, 0, 64, |i| if i < 32 { 1 } else { 2 });
+        let t2 = k.numa_register_task(p, NodeId(0), at(0));
+        k.task_numa_work(t2, at(2000));
+        for i in 0..64 {
+            assert_eq!(
+                protnone(&k, p, i),
+                i >= 32,
+                "page {i} on node {}",
+                node_of(&k, p, i)
+            );
+        }
+        assert_eq!(k.vmstat.total(Vm::NumaPteUpdates), 32);
+        // With NORMAL on as well, top-tier pages are scanned too.
+        let mut k = kernel(3, PromotionPolicy::AutoThreshold, "256MiB");
+        let (p, _) = process(&mut k, 0, 64, |i| if i < 32 { 1 } else { 2 });
+        let t2 = k.numa_register_task(p, NodeId(0), at(0));
+        k.task_numa_work(t2, at(2000));
+        assert!((0..64).all(|i| protnone(&k, p, i)));
+    }
+
+    #[test]
+    fn scanner_stores_scan_time_in_slow_tier_pages() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::AutoThreshold,
+            "256MiB",
+        );
+        let (p, tid) = process(&mut k, 0, 8, |_| 2);
+        k.task_numa_work(tid, at(1234));
+        let pfn = pte_pfn(k.procs[p as usize].ptes[0]);
+        assert_eq!(k.nodes[2].frames[pfn as usize].atime, 1234);
+    }
+
+    #[test]
+    fn latency_test_also_stores_the_fault_time() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::HotThreshold,
+            "256MiB",
+        );
+        fill_to_high(&mut k, 0); // no promotion, no free-space bypass
+        let (p, tid) = process(&mut k, 0, 4, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(1500)); // latency 500 ms: hot
+        let pfn = pte_pfn(k.procs[p as usize].ptes[0]);
+        assert_eq!(
+            k.nodes[2].frames[pfn as usize].atime, 1500,
+            "the fault time is stored"
+        );
+        // A second fault before the next scan measures fault-to-fault time.
+        k.procs[p as usize].ptes[0] |= PTE_PROTNONE;
+        k.numa_hint_fault(tid, p, 0, false, at(1600));
+        assert_eq!(k.nodes[2].frames[pfn as usize].atime, 1600);
+    }
+
+    #[test]
+    fn rate_limit_counts_candidates_not_promotions() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::RateLimit,
+            "256MiB",
+        );
+        fill_to_high(&mut k, 0); // every promotion fails in prepare
+        let (p, tid) = process(&mut k, 0, 16, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        for i in 0..16 {
+            k.numa_hint_fault(tid, p, i, false, at(1010));
+        }
+        assert_eq!(k.vmstat.node(0, Vm::PgpromoteCandidate), 16);
+        assert_eq!(k.vmstat.total(Vm::PgpromoteSuccess), 0);
+        assert!(
+            k.kswapd[0].awake,
+            "a failed prepare wakes the target's kswapd in tiering mode"
+        );
+        assert!((0..16).all(|i| node_of(&k, p, i) == 2));
+    }
+
+    #[test]
+    fn rate_limit_stops_candidates_over_the_limit() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::RateLimit,
+            "256MiB",
+        );
+        k.cfg.numa.promote_rate_limit_mbps = 0; // limit = 0 pages/s: everything over
+        let (p, tid) = process(&mut k, 0, 4, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(1010));
+        assert_eq!(node_of(&k, p, 0), 2);
+        assert_eq!(k.vmstat.node(0, Vm::PgpromoteCandidate), 1);
+    }
+
+    #[test]
+    fn free_space_bypass_skips_threshold_and_rate_limit() {
+        // A 4 GiB DRAM node, almost empty: free > promo + max(1 GiB, present/16).
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::AutoThreshold,
+            "4GiB",
+        );
+        k.cfg.numa.promote_rate_limit_mbps = 0;
+        let (p, tid) = process(&mut k, 0, 4, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(9000)); // 8 s latency: cold by the threshold
+        assert_eq!(node_of(&k, p, 0), 0, "promoted anyway");
+        assert_eq!(k.vmstat.total(Vm::PgpromoteSuccess), 1);
+        assert_eq!(
+            k.vmstat.total(Vm::PgpromoteCandidate),
+            0,
+            "no rate-limit accounting"
+        );
+        assert_eq!(k.vmstat.total(Vm::PgpromoteCandidateNrl), 1);
+    }
+
+    #[test]
+    fn cold_pages_are_not_promoted_hot_ones_are() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::HotThreshold,
+            "256MiB",
+        );
+        let (p, tid) = process(&mut k, 0, 4, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(3000)); // 2000 ms ≥ 1000 ms: cold
+        k.numa_hint_fault(tid, p, 1, false, at(3000 - 1500)); // 500 ms: hot
+        assert_eq!(node_of(&k, p, 0), 2);
+        assert_eq!(node_of(&k, p, 1), 0);
+        // The 5.18 (MRU) logic promotes any page touched after a scan.
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::Mru,
+            "256MiB",
+        );
+        let (p, tid) = process(&mut k, 0, 4, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(30_000));
+        assert_eq!(node_of(&k, p, 0), 0);
+    }
+
+    #[test]
+    fn promotion_targets_only_the_faulting_cpus_node() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::HotThreshold,
+            "256MiB",
+        );
+        // The task runs on node 1 (socket 1); its page lives on node 2 (socket 0's PMEM).
+        let (p, tid) = process(&mut k, 1, 4, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(1100));
+        assert_eq!(
+            node_of(&k, p, 0),
+            1,
+            "promoted to the faulting CPU's node, not the nearest DRAM"
+        );
+        assert_eq!(k.vmstat.node(1, Vm::PgpromoteSuccess), 1);
+    }
+
+    #[test]
+    fn kswapd_balances_to_the_promo_watermark_in_tiering_mode() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::AutoThreshold,
+            "256MiB",
+        );
+        let w = k.nodes[0].wmark;
+        assert!(w.promo > w.high);
+        let take = k.nodes[0].free - (w.high + 1);
+        k.nodes[0].free -= take;
+        k.nodes[0].kernel_pages += take;
+        assert!(
+            !k.pgdat_balanced(0),
+            "above high but below promo is not balanced in tiering mode"
+        );
+        k.numa_balancing = 0;
+        assert!(k.pgdat_balanced(0));
+    }
+
+    #[test]
+    fn threshold_adjusts_by_an_eighth_within_bounds() {
+        let mut k = kernel(
+            NUMA_BALANCING_MEMORY_TIERING,
+            PromotionPolicy::AutoThreshold,
+            "256MiB",
+        );
+        let rate = 100u64; // pages/s
+                           // Too many candidates in a period: the threshold drops by def/8 each period, to def/8.
+        let mut t = 0u64;
+        for _ in 0..20 {
+            t += 60_001;
+            k.vmstat.add(0, Vm::PgpromoteCandidate, rate * 60 * 2);
+            k.numa_promotion_adjust_threshold(0, rate, 1000, at(t));
+        }
+        assert_eq!(k.numa.pgdat[0].nbp_threshold, 125);
+        // Too few: it rises to 2 × def.
+        for _ in 0..20 {
+            t += 60_001;
+            k.numa_promotion_adjust_threshold(0, rate, 1000, at(t));
+        }
+        assert_eq!(k.numa.pgdat[0].nbp_threshold, 2000);
+        // Within ±10 % of the reference: unchanged.
+        t += 60_001;
+        k.vmstat.add(0, Vm::PgpromoteCandidate, rate * 60);
+        k.numa_promotion_adjust_threshold(0, rate, 1000, at(t));
+        assert_eq!(k.numa.pgdat[0].nbp_threshold, 2000);
+    }
+
+    #[test]
+    fn normal_mode_does_not_promote_into_a_full_node_nor_wake_kswapd() {
+        let mut k = kernel(
+            NUMA_BALANCING_NORMAL,
+            PromotionPolicy::AutoThreshold,
+            "256MiB",
+        );
+        fill_to_high(&mut k, 0);
+        let (p, tid) = process(&mut k, 0, 4, |_| 2);
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(1010)); // first fault: cpupid invalid
+        k.procs[p as usize].ptes[0] |= PTE_PROTNONE;
+        k.numa_hint_fault(tid, p, 0, false, at(1020)); // second: would migrate, node full
+        assert_eq!(node_of(&k, p, 0), 2);
+        assert!(
+            !k.kswapd[0].awake,
+            "without the tiering bit a failed prepare does not wake kswapd"
+        );
+    }
+
+    #[test]
+    fn normal_mode_moves_remote_pages_to_the_task_after_two_faults() {
+        let mut k = kernel(
+            NUMA_BALANCING_NORMAL,
+            PromotionPolicy::AutoThreshold,
+            "256MiB",
+        );
+        let (p, tid) = process(&mut k, 0, 4, |_| 1); // remote DRAM
+        k.task_numa_work(tid, at(1000));
+        k.numa_hint_fault(tid, p, 0, false, at(1010));
+        assert_eq!(
+            node_of(&k, p, 0),
+            0,
+            "top-tier pages: first fault by this task migrates early in life"
+        );
+        assert_eq!(k.vmstat.total(Vm::NumaPagesMigrated), 1);
+        assert_eq!(
+            k.vmstat.total(Vm::PgpromoteSuccess),
+            0,
+            "DRAM to DRAM is not a promotion"
+        );
     }
 }
