@@ -71,6 +71,9 @@ enum Cmd {
         /// Simulated seconds to run.
         #[arg(long, default_value_t = 30.0)]
         duration: f64,
+        /// Run with NUMA-balancing memory tiering on (numa_balancing = 2, demotion enabled).
+        #[arg(long)]
+        tiering: bool,
     },
     /// List the machine presets, or print one as TOML.
     Presets { name: Option<String> },
@@ -128,7 +131,7 @@ fn main() -> ExitCode {
             all,
             no_plots,
         } => cmd_experiment(name, out, list, all, no_plots),
-        Cmd::Bench { size, duration } => cmd_bench(&size, duration),
+        Cmd::Bench { size, duration, tiering } => cmd_bench(&size, duration, tiering),
         Cmd::Presets { name } => cmd_presets(name),
     };
     match r {
@@ -387,7 +390,7 @@ fn current_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn cmd_bench(size: &str, duration: f64) -> Result<(), Failure> {
+fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
     let bytes =
         tiermem_core::units::parse_bytes(size).map_err(|e| input(format!("--size: {e}")))?;
     if bytes.0 < (64 << 20) {
@@ -403,6 +406,7 @@ fn cmd_bench(size: &str, duration: f64) -> Result<(), Failure> {
          [[workloads]]\ntype = \"pmbench\"\nmapsize = \"{}\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\n",
         bytes.0
     );
+    let text = if tiering { format!("{text}[kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n") } else { text };
     let mut value = tiermem_core::config::resolve_toml(&text, "<bench>").map_err(input)?;
     // Replace the preset's nodes with sized ones.
     let nodes = format!(
@@ -441,7 +445,16 @@ fn cmd_bench(size: &str, duration: f64) -> Result<(), Failure> {
     let half = samples.iter().position(|s| s.0 >= wall / 2.0).unwrap_or(0);
     let (w0, _, a0) = samples.get(half).copied().unwrap_or((0.0, 0.0, 0));
     let steady = (res.summary.accesses - a0) as f64 / (wall - w0).max(1e-9);
-    println!("bench: pmbench normal_ih 80% reads, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s", bytes, tiermem_core::units::Bytes(dram));
+    println!(
+        "bench: pmbench normal_ih 80% reads, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
+        bytes,
+        tiermem_core::units::Bytes(dram),
+        if tiering { "on" } else { "off" }
+    );
+    if tiering {
+        let v = &res.summary.vmstat;
+        println!("  promoted / demoted pages          {} / {}", v["pgpromote_success"], v["pgdemote_kswapd"]);
+    }
     println!("  wall time                         {wall:.2} s");
     println!(
         "  simulated accesses                {}",

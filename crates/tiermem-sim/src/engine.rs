@@ -410,7 +410,19 @@ impl Simulation {
                 }
             }
             if !released {
+                self.reap_exited();
                 return Ok(());
+            }
+        }
+    }
+
+    /// A process whose threads have all finished exits and frees its memory.
+    fn reap_exited(&mut self) {
+        for p in 0..self.kernel.procs.len() {
+            if self.kernel.procs[p].alive
+                && self.threads.iter().filter(|t| t.proc as usize == p).all(|t| t.state == ThreadState::Done)
+            {
+                self.kernel.exit_process(p as u16);
             }
         }
     }

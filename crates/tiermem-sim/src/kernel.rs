@@ -425,15 +425,23 @@ impl Kernel {
         self.kill_process(victim as u16);
     }
 
-    /// Tear down a process: free its frames and swap slots.
+    /// The OOM killer's kill: count it, then tear the process down.
     pub fn kill_process(&mut self, p: u16) {
         if !self.procs[p as usize].alive {
             return;
         }
-        self.procs[p as usize].alive = false;
         self.oom_victims.push(p);
         let node0 = self.procs[p as usize].cpu_node.idx();
         self.vmstat.inc(node0, Vm::OomKill);
+        self.exit_process(p);
+    }
+
+    /// A process exits (`exit_mmap`): free its frames and swap slots.
+    pub fn exit_process(&mut self, p: u16) {
+        if !self.procs[p as usize].alive {
+            return;
+        }
+        self.procs[p as usize].alive = false;
         let ptes = std::mem::take(&mut self.procs[p as usize].ptes);
         for pte in ptes.iter().copied() {
             self.release_pte(pte);
