@@ -131,7 +131,11 @@ fn main() -> ExitCode {
             all,
             no_plots,
         } => cmd_experiment(name, out, list, all, no_plots),
-        Cmd::Bench { size, duration, tiering } => cmd_bench(&size, duration, tiering),
+        Cmd::Bench {
+            size,
+            duration,
+            tiering,
+        } => cmd_bench(&size, duration, tiering),
         Cmd::Presets { name } => cmd_presets(name),
     };
     match r {
@@ -406,7 +410,11 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
          [[workloads]]\ntype = \"pmbench\"\nmapsize = \"{}\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\n",
         bytes.0
     );
-    let text = if tiering { format!("{text}[kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n") } else { text };
+    let text = if tiering {
+        format!("{text}[kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n")
+    } else {
+        text
+    };
     let mut value = tiermem_core::config::resolve_toml(&text, "<bench>").map_err(input)?;
     // Replace the preset's nodes with sized ones.
     let nodes = format!(
@@ -453,7 +461,10 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
     );
     if tiering {
         let v = &res.summary.vmstat;
-        println!("  promoted / demoted pages          {} / {}", v["pgpromote_success"], v["pgdemote_kswapd"]);
+        println!(
+            "  promoted / demoted pages          {} / {}",
+            v["pgpromote_success"], v["pgdemote_kswapd"]
+        );
     }
     println!("  wall time                         {wall:.2} s");
     println!(

@@ -420,7 +420,11 @@ impl Simulation {
     fn reap_exited(&mut self) {
         for p in 0..self.kernel.procs.len() {
             if self.kernel.procs[p].alive
-                && self.threads.iter().filter(|t| t.proc as usize == p).all(|t| t.state == ThreadState::Done)
+                && self
+                    .threads
+                    .iter()
+                    .filter(|t| t.proc as usize == p)
+                    .all(|t| t.state == ThreadState::Done)
             {
                 self.kernel.exit_process(p as u16);
             }
@@ -705,14 +709,6 @@ impl Simulation {
     }
 
     fn finish(&mut self) -> SimResult {
-        if std::env::var_os("TIERMEM_DEBUG_NUMA").is_some() {
-            for (i, t) in self.kernel.numa.tasks.iter().enumerate() {
-                eprintln!(
-                    "task {i}: period {} ms, preferred {:?}, scan_seq {}",
-                    t.period_ms, t.preferred_nid, self.kernel.numa.mm[t.proc as usize].scan_seq
-                );
-            }
-        }
         let sim_secs = SimTime(self.now).secs_f64().max(1e-12);
         let now = self.now;
         let reports: Vec<ThreadReport> = self
