@@ -380,16 +380,10 @@ fn render_plots(dir: &Path) {
     }
 }
 
-fn peak_rss_bytes() -> Option<u64> {
+/// A memory figure of this process from `/proc/self/status` (`VmHWM`, `VmRSS`), in bytes.
+fn proc_status_bytes(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-fn current_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
@@ -430,7 +424,7 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
     )
     .map_err(input)?;
     let cfg = SimConfig::from_value(&value, "<bench>").map_err(input)?;
-    let rss0 = current_rss_bytes().unwrap_or(0);
+    let rss0 = proc_status_bytes("VmRSS:").unwrap_or(0);
     let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
     let pb = progress_bar(1000, "bench");
     let t0 = Instant::now();
@@ -448,7 +442,7 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
         pb.finish_and_clear();
     }
     let pages = bytes.pages_ceil().0 as f64;
-    let peak = peak_rss_bytes().unwrap_or(0);
+    let peak = proc_status_bytes("VmHWM:").unwrap_or(0);
     // Steady state: the second half of the run by wall time (after initialisation).
     let half = samples.iter().position(|s| s.0 >= wall / 2.0).unwrap_or(0);
     let (w0, _, a0) = samples.get(half).copied().unwrap_or((0.0, 0.0, 0));

@@ -448,14 +448,57 @@ pub fn mlc_sequence(t: MlcTraffic) -> &'static [u8] {
     }
 }
 
-/// An MLC bandwidth thread: sequential lines over a private buffer.
-pub struct MlcBwGen {
+/// The preparation phase every MLC thread goes through: write its buffer (first touch),
+/// wait for all threads (MLC prepares every buffer before measuring), then start measuring.
+struct BufferPrep {
     base: u32,
     pages: u32,
-    seq: &'static [u8],
+    init_next: u32,
     synced: bool,
     started: bool,
-    init_next: u32,
+}
+
+impl BufferPrep {
+    fn new(base: u32, pages: u32) -> Self {
+        BufferPrep {
+            base,
+            pages,
+            init_next: 0,
+            synced: false,
+            started: false,
+        }
+    }
+
+    /// The next preparation step, or `None` once measuring has started.
+    fn step(&mut self, out: &mut Vec<Access>) -> Option<Step> {
+        if self.init_next < self.pages {
+            let end = (self.init_next + BATCH as u32).min(self.pages);
+            for p in self.init_next..end {
+                out.push(Access {
+                    idx: self.base + p,
+                    lines: 64,
+                    kind: K_WRITE | K_STREAM,
+                });
+            }
+            self.init_next = end;
+            return Some(Step::Accesses);
+        }
+        if !self.synced {
+            self.synced = true;
+            return Some(Step::Barrier);
+        }
+        if !self.started {
+            self.started = true;
+            return Some(Step::RunStart);
+        }
+        None
+    }
+}
+
+/// An MLC bandwidth thread: sequential lines over a private buffer.
+pub struct MlcBwGen {
+    prep: BufferPrep,
+    seq: &'static [u8],
     page: u32,
     seq_pos: usize,
 }
@@ -463,49 +506,26 @@ pub struct MlcBwGen {
 impl MlcBwGen {
     pub fn new(base: u32, pages: u32, traffic: MlcTraffic) -> Self {
         MlcBwGen {
-            base,
-            pages,
+            prep: BufferPrep::new(base, pages),
             seq: mlc_sequence(traffic),
-            synced: false,
-            started: false,
-            init_next: 0,
             page: 0,
             seq_pos: 0,
         }
     }
 
     fn next(&mut self, out: &mut Vec<Access>) -> Step {
-        if self.init_next < self.pages {
-            let end = (self.init_next + BATCH as u32).min(self.pages);
-            for p in self.init_next..end {
-                out.push(Access {
-                    idx: self.base + p,
-                    lines: 64,
-                    kind: K_WRITE | K_STREAM,
-                });
-            }
-            self.init_next = end;
-            return Step::Accesses;
-        }
-        // All buffers are initialised before any thread measures (MLC prepares every
-        // buffer first).
-        if !self.synced {
-            self.synced = true;
-            return Step::Barrier;
-        }
-        if !self.started {
-            self.started = true;
-            return Step::RunStart;
+        if let Some(step) = self.prep.step(out) {
+            return step;
         }
         for _ in 0..BATCH {
             let kind = self.seq[self.seq_pos] | K_STREAM;
             self.seq_pos = (self.seq_pos + 1) % self.seq.len();
             out.push(Access {
-                idx: self.base + self.page,
+                idx: self.prep.base + self.page,
                 lines: 64,
                 kind,
             });
-            self.page = (self.page + 1) % self.pages;
+            self.page = (self.page + 1) % self.prep.pages;
         }
         Step::Accesses
     }
@@ -513,51 +533,24 @@ impl MlcBwGen {
 
 /// The MLC latency thread: dependent random reads over its buffer.
 pub struct MlcLatGen {
-    base: u32,
-    pages: u32,
-    synced: bool,
-    started: bool,
-    init_next: u32,
+    prep: BufferPrep,
 }
 
 impl MlcLatGen {
     pub fn new(base: u32, pages: u32) -> Self {
         MlcLatGen {
-            base,
-            pages,
-            synced: false,
-            started: false,
-            init_next: 0,
+            prep: BufferPrep::new(base, pages),
         }
     }
 
     fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
-        if self.init_next < self.pages {
-            let end = (self.init_next + BATCH as u32).min(self.pages);
-            for p in self.init_next..end {
-                out.push(Access {
-                    idx: self.base + p,
-                    lines: 64,
-                    kind: K_WRITE | K_STREAM,
-                });
-            }
-            self.init_next = end;
-            return Step::Accesses;
-        }
-        // All buffers are initialised before any thread measures (MLC prepares every
-        // buffer first).
-        if !self.synced {
-            self.synced = true;
-            return Step::Barrier;
-        }
-        if !self.started {
-            self.started = true;
-            return Step::RunStart;
+        if let Some(step) = self.prep.step(out) {
+            return step;
         }
         for _ in 0..BATCH {
-            let p = ((rng.next_u64() >> 32) * self.pages as u64) >> 32;
+            let p = ((rng.next_u64() >> 32) * self.prep.pages as u64) >> 32;
             out.push(Access {
-                idx: self.base + p as u32,
+                idx: self.prep.base + p as u32,
                 lines: 1,
                 kind: K_READ,
             });
