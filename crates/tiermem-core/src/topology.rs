@@ -115,7 +115,7 @@ pub struct MachineConfig {
     /// The nodes, numbered from 0.
     pub nodes: Vec<NodeConfig>,
     /// SLIT distance matrix (`distances[i][j]`, 10 = local). Default: 10 on the diagonal,
-    /// 20 between nodes of one socket, 30 across sockets... see [`default_distance`].
+    /// 17 between nodes of one socket, 28 across sockets (see [`default_distance`]).
     #[serde(default)]
     pub distances: Option<Vec<Vec<u32>>>,
     /// Extra latency for an access from a CPU on another socket (UPI/QPI hop). Default 60 ns
