@@ -1055,12 +1055,14 @@ pub fn set_path(value: &mut toml::Value, path: &str, new: toml::Value) -> Result
     Err(ConfigError::invalid(path, "empty path"))
 }
 
-enum PathPart {
+/// One step of a dotted key path: a table key or an array index.
+pub enum PathPart {
     Key(String),
     Index(usize),
 }
 
-fn split_path(path: &str) -> Result<Vec<PathPart>, String> {
+/// Split `a.b[2].c` into its steps.
+pub fn split_path(path: &str) -> Result<Vec<PathPart>, String> {
     let mut out = Vec::new();
     for seg in path.split('.') {
         let (key, mut rest) = match seg.find('[') {

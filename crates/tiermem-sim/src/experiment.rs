@@ -433,20 +433,11 @@ pub struct VariantResult {
 /// Look a metric path up in a JSON value (`workloads[0].score_accesses_per_s`, `vmstat.pswpout`).
 pub fn metric(value: &serde_json::Value, path: &str) -> Option<f64> {
     let mut cur = value;
-    for seg in path.split('.') {
-        let (key, rest) = match seg.find('[') {
-            Some(p) => (&seg[..p], &seg[p..]),
-            None => (seg, ""),
+    for part in tiermem_core::config::split_path(path).ok()? {
+        cur = match part {
+            tiermem_core::config::PathPart::Key(k) => cur.get(k.as_str())?,
+            tiermem_core::config::PathPart::Index(i) => cur.get(i)?,
         };
-        if !key.is_empty() {
-            cur = cur.get(key)?;
-        }
-        let mut r = rest;
-        while let Some(s) = r.strip_prefix('[') {
-            let end = s.find(']')?;
-            cur = cur.get(s[..end].parse::<usize>().ok()?)?;
-            r = &s[end + 1..];
-        }
     }
     cur.as_f64()
 }
