@@ -163,6 +163,30 @@ fn progress_bar(len: u64, what: &str) -> Option<ProgressBar> {
     Some(pb)
 }
 
+/// Run a simulation with a progress bar on a terminal; `observe` sees (wall seconds so far,
+/// progress) at every report. Returns the result and the wall time.
+fn run_with_progress(
+    sim: &mut Simulation,
+    what: &str,
+    mut observe: impl FnMut(f64, Progress),
+) -> Result<(tiermem_sim::engine::SimResult, f64), Failure> {
+    let pb = progress_bar(1000, what);
+    let t0 = Instant::now();
+    let res = sim
+        .run(&mut |p: Progress| {
+            observe(t0.elapsed().as_secs_f64(), p);
+            if let Some(pb) = &pb {
+                pb.set_position((p.fraction * 1000.0) as u64);
+            }
+        })
+        .map_err(sim_failure)?;
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    Ok((res, wall))
+}
+
 fn write_file(path: &Path, body: &str) -> Result<(), Failure> {
     std::fs::write(path, body)
         .with_context(|| format!("cannot write {}", path.display()))
@@ -179,19 +203,11 @@ fn cmd_sim(
     tiermem_sim::apply_overrides(&mut cfg, seed, duration).map_err(sim_failure)?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
-    let pb = progress_bar(1000, &format!("simulating {}", config.display()));
-    let t0 = Instant::now();
-    let res = sim
-        .run(&mut |p: Progress| {
-            if let Some(pb) = &pb {
-                pb.set_position((p.fraction * 1000.0) as u64);
-            }
-        })
-        .map_err(sim_failure)?;
-    let wall = t0.elapsed().as_secs_f64();
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    let (res, wall) = run_with_progress(
+        &mut sim,
+        &format!("simulating {}", config.display()),
+        |_, _| {},
+    )?;
     let s = &res.summary;
     write_file(
         &out.join("summary.json"),
@@ -426,21 +442,10 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
     let cfg = SimConfig::from_value(&value, "<bench>").map_err(input)?;
     let rss0 = proc_status_bytes("VmRSS:").unwrap_or(0);
     let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
-    let pb = progress_bar(1000, "bench");
-    let t0 = Instant::now();
     let mut samples: Vec<(f64, f64, u64)> = Vec::new();
-    let res = sim
-        .run(&mut |p: Progress| {
-            samples.push((t0.elapsed().as_secs_f64(), p.sim_seconds, p.accesses));
-            if let Some(pb) = &pb {
-                pb.set_position((p.fraction * 1000.0) as u64);
-            }
-        })
-        .map_err(sim_failure)?;
-    let wall = t0.elapsed().as_secs_f64();
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    let (res, wall) = run_with_progress(&mut sim, "bench", |wall_s, p| {
+        samples.push((wall_s, p.sim_seconds, p.accesses))
+    })?;
     let pages = bytes.pages_ceil().0 as f64;
     let peak = proc_status_bytes("VmHWM:").unwrap_or(0);
     // Steady state: the second half of the run by wall time (after initialisation).

@@ -598,11 +598,8 @@ impl SimConfig {
     /// Read, parse and validate a config file.
     pub fn from_file(path: &std::path::Path) -> Result<(SimConfig, toml::Value), ConfigError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: Some(origin.clone()),
-            key: String::new(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::whole_file(&origin, format!("cannot read: {e}")))?;
         let value = resolve_toml(&text, &origin)?;
         let cfg = SimConfig::from_value(&value, &origin)?;
         Ok((cfg, value))
@@ -610,7 +607,6 @@ impl SimConfig {
 
     /// Type and validate a resolved TOML value (presets already expanded).
     pub fn from_value(value: &toml::Value, origin: &str) -> Result<SimConfig, ConfigError> {
-        let top: TopLevel = typed(value.clone(), "").map_err(|e| e.in_file(origin))?;
         let machine_v = value.get("machine").ok_or_else(|| {
             ConfigError::invalid(
                 "machine",
@@ -618,6 +614,7 @@ impl SimConfig {
             )
             .in_file(origin)
         })?;
+        let top: TopLevel = typed(value.clone(), "").map_err(|e| e.in_file(origin))?;
         let machine: MachineConfig =
             typed(machine_v.clone(), "machine").map_err(|e| e.in_file(origin))?;
         let mut workloads = Vec::new();

@@ -50,6 +50,15 @@ impl ConfigError {
             message: message.into(),
         }
     }
+    /// A problem with a file as a whole (unreadable, not TOML).
+    pub fn whole_file(file: &str, message: impl Into<String>) -> Self {
+        ConfigError {
+            file: Some(file.to_string()),
+            key: String::new(),
+            message: message.into(),
+        }
+    }
+
     /// Attach the file name if none is set yet.
     pub fn in_file(mut self, file: &str) -> Self {
         if self.file.is_none() {

@@ -312,13 +312,8 @@ impl Simulation {
                 };
                 let remote = topo.idle_latency(th.cpu_node, node.id, write).ps() - l0.ps();
                 let loaded = (l0.ps() as f64 * f) as u64 + remote;
-                let mlp = if kind as u8 & K_STREAM != 0 {
-                    th.mlp.max(workload::STREAM_MLP)
-                } else {
-                    th.mlp
-                } as u64;
                 th.lat_raw[n * NR_KINDS + kind] = loaded;
-                th.lat[n * NR_KINDS + kind] = loaded / mlp.max(1);
+                th.lat[n * NR_KINDS + kind] = loaded / th.mlp_of(kind).max(1);
             }
         }
     }
@@ -367,6 +362,11 @@ impl Simulation {
     }
 
     fn run_window(&mut self, stop: u64) -> Result<(), SimError> {
+        let done_before = self
+            .threads
+            .iter()
+            .filter(|t| t.state == ThreadState::Done)
+            .count();
         loop {
             for ti in 0..self.threads.len() {
                 if self.threads[ti].state == ThreadState::Waiting && self.threads[ti].clock < stop {
@@ -410,7 +410,15 @@ impl Simulation {
                 }
             }
             if !released {
-                self.reap_exited();
+                if self
+                    .threads
+                    .iter()
+                    .filter(|t| t.state == ThreadState::Done)
+                    .count()
+                    > done_before
+                {
+                    self.reap_exited();
+                }
                 return Ok(());
             }
         }

@@ -252,16 +252,10 @@ fn machine_topology(preset: &str) -> Topology {
 /// Load an experiment from a TOML file.
 pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        file: Some(origin.clone()),
-        key: String::new(),
-        message: format!("cannot read: {e}"),
-    })?;
-    let v: toml::Value = toml::from_str(&text).map_err(|e| ConfigError {
-        file: Some(origin.clone()),
-        key: String::new(),
-        message: format!("TOML syntax error: {}", e.message()),
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::whole_file(&origin, format!("cannot read: {e}")))?;
+    // The config parser's TOML step: syntax errors get a line and column.
+    let v = resolve_toml(&text, &origin)?;
     let t = v.as_table().ok_or_else(|| {
         ConfigError::invalid("", "an experiment must be a table").in_file(&origin)
     })?;

@@ -130,6 +130,14 @@ pub struct Kswapd {
 }
 
 impl Kswapd {
+    /// Start a `balance_pgdat` sweep afresh at `DEF_PRIORITY`.
+    fn reset_sweep(&mut self) {
+        self.priority = DEF_PRIORITY;
+        self.pass_scanned = 0;
+        self.pass_reclaimed = 0;
+        self.sweep_reclaimed = 0;
+    }
+
     fn new() -> Self {
         Kswapd {
             awake: false,
@@ -569,10 +577,7 @@ impl Kernel {
         }
         let k = &mut self.kswapd[n];
         k.awake = true;
-        k.priority = DEF_PRIORITY;
-        k.pass_scanned = 0;
-        k.pass_reclaimed = 0;
-        k.sweep_reclaimed = 0;
+        k.reset_sweep();
         if k.busy_until < now {
             k.busy_until = now;
         }
@@ -640,10 +645,7 @@ impl Kernel {
     fn kswapd_sleep(&mut self, n: usize) {
         let k = &mut self.kswapd[n];
         k.awake = false;
-        k.priority = DEF_PRIORITY;
-        k.pass_scanned = 0;
-        k.pass_reclaimed = 0;
-        k.sweep_reclaimed = 0;
+        k.reset_sweep();
     }
 
     /// `try_to_free_pages` → `do_try_to_free_pages`: reclaim `SWAP_CLUSTER_MAX` pages from

@@ -378,18 +378,17 @@ impl Kernel {
         };
         let target = self.mpol_misplaced(tid, proc, idx, nid, pfn, now);
         let mut mem_node = nid;
-        let (mut migrated, mut failed) = (false, false);
+        let mut failed = false;
         if let Some(dst) = target {
             if self.migrate_misplaced_prepare(dst, now) {
                 let c = self.migrate_misplaced_folio(nid, pfn, dst);
                 cost += c;
                 mem_node = dst;
-                migrated = true;
             } else {
                 failed = true;
             }
         }
-        self.task_numa_fault(tid, last_cpupid, mem_node, local, migrated, failed, now);
+        self.task_numa_fault(tid, last_cpupid, mem_node, local, failed, now);
         cost
     }
 
@@ -601,7 +600,6 @@ impl Kernel {
         last_cpupid: u32,
         mem_node: usize,
         local: bool,
-        _migrated: bool,
         failed: bool,
         now: SimTime,
     ) {

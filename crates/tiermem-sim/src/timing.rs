@@ -104,11 +104,9 @@ impl TimingModel {
                                 .filter(|&m| m != n)
                                 .map(|m| t.stall_ps[m] * f[m])
                                 .sum::<f64>();
-                        // bytes per second at T = others + stall_n * f_n (ps → s)
+                        // Demand in bytes/s is bytes·active_frac / T, T = others + stall_n·f_n in ps.
                         (
-                            (t.read_bytes[n] + t.write_bytes[n]) * t.active_frac
-                                / (window_ps * 1e-12)
-                                * window_ps,
+                            (t.read_bytes[n] + t.write_bytes[n]) * t.active_frac * 1e12,
                             others,
                             t.stall_ps[n],
                         )
