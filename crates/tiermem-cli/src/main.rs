@@ -313,8 +313,10 @@ fn cmd_experiment(
     no_plots: bool,
 ) -> Result<(), Failure> {
     if list {
-        for (n, d) in experiment::builtins() {
-            println!("{n:<24} {d}");
+        let list = experiment::builtins();
+        let w = list.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        for (n, d) in list {
+            println!("{n:<w$}  {d}");
         }
         return Ok(());
     }
@@ -360,6 +362,25 @@ fn cmd_experiment(
         .map_err(sim_failure)?;
         if let Some(pb) = pb {
             pb.finish_and_clear();
+        }
+        let steps = experiment::evaluate_steps(e, &results);
+        let failed: Vec<String> = steps
+            .iter()
+            .filter(|r| !r.holds)
+            .map(|r| format!("{} → {} ({})", r.step.from, r.step.to, r.step.metric))
+            .collect();
+        if !steps.is_empty() {
+            eprintln!(
+                "experiment {}: {} of {} steps follow the published direction{}",
+                e.name,
+                steps.len() - failed.len(),
+                steps.len(),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not: {}", failed.join(", "))
+                }
+            );
         }
         eprintln!(
             "experiment {} done in {:.1} s: {}",

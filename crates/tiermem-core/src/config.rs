@@ -202,6 +202,13 @@ pub struct NumaConfig {
     /// (the kernel's choice b: kswapd keeps promo-watermark headroom).
     #[serde(default)]
     pub promote_ignore_watermarks: bool,
+    /// Not a kernel knob: divides the kernel's hard-coded constants that a scaled-down
+    /// experiment must scale with the rest — the one-second period of the promotion rate limit
+    /// (`numa_promotion_rate_limit`) and the 1 GiB floor of `pgdat_free_space_enough`. Such
+    /// experiments divide memory, `scan_size_mb` and every time knob above by the same factor,
+    /// so access rates per page stay in step with the scanner. Default 1 (the kernel).
+    #[serde(default = "d_model_scale")]
+    pub model_scale: u32,
 }
 
 fn d_scan_delay() -> u32 {
@@ -222,6 +229,9 @@ fn d_hot() -> u32 {
 fn d_rate() -> u64 {
     65536
 }
+fn d_model_scale() -> u32 {
+    1
+}
 fn d_promotion() -> PromotionPolicy {
     PromotionPolicy::AutoThreshold
 }
@@ -237,6 +247,7 @@ impl Default for NumaConfig {
             promote_rate_limit_mbps: d_rate(),
             promotion: d_promotion(),
             promote_ignore_watermarks: false,
+            model_scale: d_model_scale(),
         }
     }
 }
@@ -676,6 +687,12 @@ impl SimConfig {
             return Err(ConfigError::invalid(
                 "kernel.numa.hot_threshold_ms",
                 "must be positive",
+            ));
+        }
+        if !(1..=1000).contains(&nm.model_scale) {
+            return Err(ConfigError::invalid(
+                "kernel.numa.model_scale",
+                format!("must be within 1..1000 (got {})", nm.model_scale),
             ));
         }
         if let Some(m) = k.min_free_kbytes {

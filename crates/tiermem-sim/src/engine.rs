@@ -141,6 +141,11 @@ pub struct Summary {
     pub nodes: Vec<NodeSummary>,
     pub swap: SwapSummary,
     pub kswapd_cpu_seconds: f64,
+    /// Promotion rate over the run: `pgpromote_success` pages × 4 KiB per simulated second,
+    /// in MB/s (1e6 B/s), as the seed-001 cover letter reports it.
+    pub promote_mbps: f64,
+    /// Demotion rate over the run (`pgdemote_kswapd` + `pgdemote_direct`), MB/s.
+    pub demote_mbps: f64,
     pub oom_killed: Vec<String>,
     pub vmstat: BTreeMap<String, u64>,
     pub workloads: Vec<WorkloadResult>,
@@ -772,6 +777,13 @@ impl Simulation {
             })
             .collect();
         let (swap_pages, zram_pages) = self.kernel.swapped_pages();
+        let vmstat = self.kernel.vmstat.snapshot();
+        let mbps = |names: &[&str]| {
+            let pages: u64 = names.iter().filter_map(|n| vmstat.get(*n)).sum();
+            (pages * PAGE_SIZE) as f64 / sim_secs / 1e6
+        };
+        let promote_mbps = mbps(&["pgpromote_success"]);
+        let demote_mbps = mbps(&["pgdemote_kswapd", "pgdemote_direct"]);
         let summary = Summary {
             machine: topo.name.clone(),
             seed: self.cfg.seed,
@@ -795,13 +807,15 @@ impl Simulation {
                 .iter()
                 .map(|k| k.cpu_time.secs_f64())
                 .sum(),
+            promote_mbps,
+            demote_mbps,
             oom_killed: self
                 .kernel
                 .oom_victims
                 .iter()
                 .map(|&p| self.kernel.procs[p as usize].name.clone())
                 .collect(),
-            vmstat: self.kernel.vmstat.snapshot(),
+            vmstat,
             workloads,
         };
         SimResult {

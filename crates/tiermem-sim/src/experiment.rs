@@ -67,6 +67,117 @@ pub struct PlotSpec {
     pub timeline_kind: Option<String>,
 }
 
+/// The direction a [`Step`] is expected to take, from the published results.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    /// `to` > `from`.
+    Higher,
+    /// `to` < `from`.
+    Lower,
+    /// `to` ≥ `from`.
+    NotLower,
+    /// `to` ≤ `from`.
+    NotHigher,
+    /// `to` ≤ fraction × `from`.
+    AtMostFraction(f64),
+    /// No direction is expected: the change is reported only.
+    Reported,
+}
+
+impl Expect {
+    fn holds(self, from: f64, to: f64) -> bool {
+        match self {
+            Expect::Higher => to > from,
+            Expect::Lower => to < from,
+            Expect::NotLower => to >= from,
+            Expect::NotHigher => to <= from,
+            Expect::AtMostFraction(f) => to <= f * from,
+            Expect::Reported => true,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Expect::Higher => "higher".into(),
+            Expect::Lower => "lower".into(),
+            Expect::NotLower => "not lower".into(),
+            Expect::NotHigher => "not higher".into(),
+            Expect::AtMostFraction(f) => format!("at most {f}×"),
+            Expect::Reported => "–".into(),
+        }
+    }
+
+    /// Parse the experiment-file spelling: `higher`, `lower`, `not-lower`, `not-higher`,
+    /// `at-most:F` or `reported`.
+    pub fn parse(s: &str) -> Option<Expect> {
+        Some(match s {
+            "higher" => Expect::Higher,
+            "lower" => Expect::Lower,
+            "not-lower" => Expect::NotLower,
+            "not-higher" => Expect::NotHigher,
+            "reported" => Expect::Reported,
+            _ => {
+                let f: f64 = s.strip_prefix("at-most:")?.parse().ok()?;
+                if !(f.is_finite() && f > 0.0) {
+                    return None;
+                }
+                Expect::AtMostFraction(f)
+            }
+        })
+    }
+}
+
+/// A step between two variants that the report tabulates: the change of `metric` from
+/// `from` to `to` in per cent, beside the published change, and whether the expected
+/// direction holds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub from: String,
+    pub to: String,
+    pub metric: String,
+    pub published_pct: Option<f64>,
+    pub expect: Expect,
+}
+
+/// A step's outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepResult {
+    #[serde(flatten)]
+    pub step: Step,
+    /// Simulated change, per cent (None when a value is missing or `from` is 0).
+    pub simulated_pct: Option<f64>,
+    pub holds: bool,
+}
+
+/// Evaluate the steps of an experiment on its results.
+pub fn evaluate_steps(exp: &Experiment, results: &[VariantResult]) -> Vec<StepResult> {
+    let value = |v: &str, m: &str| {
+        results
+            .iter()
+            .find(|r| r.name == v)
+            .and_then(|r| r.metrics.get(m).copied())
+    };
+    exp.steps
+        .iter()
+        .map(|st| {
+            let (a, b) = (value(&st.from, &st.metric), value(&st.to, &st.metric));
+            let (simulated_pct, holds) = match (a, b) {
+                (Some(a), Some(b)) => (
+                    (a != 0.0).then(|| (b - a) / a * 100.0),
+                    st.expect.holds(a, b),
+                ),
+                _ => (None, false),
+            };
+            StepResult {
+                step: st.clone(),
+                simulated_pct,
+                holds,
+            }
+        })
+        .collect()
+}
+
 /// An experiment definition.
 #[derive(Clone, Debug)]
 pub struct Experiment {
@@ -79,6 +190,8 @@ pub struct Experiment {
     pub plots: Vec<PlotSpec>,
     /// Sentences for the report (what to look for, where the published numbers come from).
     pub notes: Vec<String>,
+    /// Variant-to-variant changes checked against the published direction.
+    pub steps: Vec<Step>,
 }
 
 /// Names and one-line descriptions of the built-in experiments.
@@ -86,6 +199,8 @@ pub fn builtins() -> Vec<(&'static str, &'static str)> {
     vec![
         ("loaded-latency", "MLC-style loaded-latency sweep per node; must return the input latency curve"),
         ("stream-placement", "STREAM bound to each node of the seed-002 DDR5 + CXL machine, against the published rates"),
+        ("seed-001-hot-page-selection", "Seed 001: MRU base, hot-page selection, rate limit and auto threshold on DRAM + Optane (pmbench 80:20)"),
+        ("seed-000-tiering", "Seed 000: NUMA balancing off / NORMAL / memory tiering on DRAM + Optane, and the rejected choice a"),
     ]
 }
 
@@ -94,11 +209,13 @@ pub fn builtin(name: &str) -> Option<Experiment> {
     match name {
         "loaded-latency" => Some(loaded_latency()),
         "stream-placement" => Some(stream_placement()),
+        "seed-001-hot-page-selection" => Some(crate::exp_tiering::seed_001()),
+        "seed-000-tiering" => Some(crate::exp_tiering::seed_000()),
         _ => None,
     }
 }
 
-fn cfg_value(text: &str) -> toml::Value {
+pub(crate) fn cfg_value(text: &str) -> toml::Value {
     resolve_toml(text, "<built-in>").expect("built-in experiment configs are valid")
 }
 
@@ -185,6 +302,7 @@ fn loaded_latency() -> Experiment {
              within ±2 %."
                 .into(),
         ],
+        steps: Vec::new(),
     }
 }
 
@@ -240,6 +358,7 @@ fn stream_placement() -> Experiment {
             timeline_kind: None,
         }],
         notes: vec!["Rates follow STREAM's counting: write-allocate traffic is not counted.".into()],
+        steps: Vec::new(),
     }
 }
 
@@ -267,12 +386,13 @@ pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
             "metrics",
             "variants",
             "notes",
+            "steps",
         ]
         .contains(&k.as_str())
         {
             return Err(ConfigError::invalid(
                 k.clone(),
-                "unknown key (expected name, description, base, metrics, variants, notes)",
+                "unknown key (expected name, description, base, metrics, variants, notes, steps)",
             )
             .in_file(&origin));
         }
@@ -403,6 +523,7 @@ pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
                 .collect()
         })
         .unwrap_or_default();
+    let steps = parse_steps(t.get("steps"), &variants, &origin)?;
     Ok(Experiment {
         name,
         description: get_str("description").unwrap_or_default(),
@@ -411,7 +532,80 @@ pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
         derive: Vec::new(),
         plots: Vec::new(),
         notes,
+        steps,
     })
+}
+
+/// `[[steps]]` of an experiment file: `from`, `to` (variant names), `metric`, `expect`
+/// (see [`Expect::parse`]) and optional `published_pct`.
+fn parse_steps(
+    v: Option<&toml::Value>,
+    variants: &[Variant],
+    origin: &str,
+) -> Result<Vec<Step>, ConfigError> {
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    let arr = v.as_array().ok_or_else(|| {
+        ConfigError::invalid("steps", "must be an array of [[steps]] tables").in_file(origin)
+    })?;
+    let mut steps = Vec::new();
+    for (i, sv) in arr.iter().enumerate() {
+        let key = |f: &str| format!("steps[{i}].{f}");
+        let t = sv.as_table().ok_or_else(|| {
+            ConfigError::invalid(format!("steps[{i}]"), "must be a table").in_file(origin)
+        })?;
+        for k in t.keys() {
+            if !["from", "to", "metric", "expect", "published_pct"].contains(&k.as_str()) {
+                return Err(ConfigError::invalid(
+                    key(k),
+                    "unknown key (expected from, to, metric, expect, published_pct)",
+                )
+                .in_file(origin));
+            }
+        }
+        let s = |f: &str| {
+            t.get(f)
+                .and_then(|x| x.as_str())
+                .map(str::to_string)
+                .ok_or_else(|| ConfigError::invalid(key(f), "missing (a string)").in_file(origin))
+        };
+        let (from, to, metric, expect) = (s("from")?, s("to")?, s("metric")?, s("expect")?);
+        for (f, name) in [("from", &from), ("to", &to)] {
+            if !variants.iter().any(|v| &v.name == name) {
+                return Err(
+                    ConfigError::invalid(key(f), format!("no variant named {name:?}"))
+                        .in_file(origin),
+                );
+            }
+        }
+        let expect = Expect::parse(&expect).ok_or_else(|| {
+            ConfigError::invalid(
+                key("expect"),
+                format!("{expect:?}: expected higher, lower, not-lower, not-higher, at-most:F or reported"),
+            )
+            .in_file(origin)
+        })?;
+        let published_pct = match t.get("published_pct") {
+            None => None,
+            Some(x) => Some(
+                x.as_float()
+                    .or_else(|| x.as_integer().map(|i| i as f64))
+                    .ok_or_else(|| {
+                        ConfigError::invalid(key("published_pct"), "must be a number")
+                            .in_file(origin)
+                    })?,
+            ),
+        };
+        steps.push(Step {
+            from,
+            to,
+            metric,
+            published_pct,
+            expect,
+        });
+    }
+    Ok(steps)
 }
 
 /// Results of one variant.
@@ -572,6 +766,7 @@ fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Res
         description: &'a str,
         version: &'a str,
         variants: Vec<VariantOut<'a>>,
+        steps: Vec<StepResult>,
         plots: &'a [PlotSpec],
     }
     let ro = ResultsOut {
@@ -587,6 +782,7 @@ fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Res
                 timeline_csv: &r.timeline_csv,
             })
             .collect(),
+        steps: evaluate_steps(exp, results),
         plots: &exp.plots,
     };
     let p = out.join("results.json");
@@ -663,6 +859,29 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
             }
         }
         s.push('\n');
+    }
+    let steps = evaluate_steps(exp, results);
+    if !steps.is_empty() {
+        s.push_str("\n## Steps against the published direction\n\n");
+        s.push_str("| step | metric | simulated | published | expected | holds |\n");
+        s.push_str("|---|---|---:|---:|---|---|\n");
+        let pct = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:+.1} %"));
+        for r in &steps {
+            s.push_str(&format!(
+                "| {} → {} | {} | {} | {} | {} | {} |\n",
+                r.step.from,
+                r.step.to,
+                r.step.metric,
+                pct(r.simulated_pct),
+                pct(r.step.published_pct),
+                r.step.expect.describe(),
+                match (r.step.expect, r.holds) {
+                    (Expect::Reported, _) => "–",
+                    (_, true) => "yes",
+                    (_, false) => "**no**",
+                }
+            ));
+        }
     }
     if !exp.notes.is_empty() {
         s.push('\n');

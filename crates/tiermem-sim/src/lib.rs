@@ -19,6 +19,7 @@
 //! ```
 
 pub mod engine;
+mod exp_tiering;
 pub mod experiment;
 pub mod kernel;
 pub mod mem;

@@ -484,7 +484,8 @@ impl Kernel {
     /// `pgdat_free_space_enough`: free above `promo + max(1 GiB, present/16)`.
     fn pgdat_free_space_enough(&self, n: usize) -> bool {
         let node = &self.nodes[n];
-        let enough = (1u64 << (30 - PAGE_SHIFT)).max(node.present >> 4);
+        let gib = (1u64 << (30 - PAGE_SHIFT)) / self.cfg.numa.model_scale.max(1) as u64;
+        let enough = gib.max(node.present >> 4);
         node.free > node.wmark.promo + enough
     }
 
@@ -542,12 +543,15 @@ impl Kernel {
         self.vmstat.add(n, Vm::PgpromoteCandidate, nr);
         let nr_cand = self.vmstat.node(n, Vm::PgpromoteCandidate);
         let now_ms = Self::now_ms(now) as u32;
+        // MSEC_PER_SEC, and the pages allowed in it, divided by the experiment's model scale.
+        let scale = self.cfg.numa.model_scale.max(1);
+        let (window, limit) = (1000 / scale, rate_limit / scale as u64);
         let pg = &mut self.numa.pgdat[n];
-        if now_ms.wrapping_sub(pg.nbp_rl_start) > 1000 {
+        if now_ms.wrapping_sub(pg.nbp_rl_start) > window {
             pg.nbp_rl_start = now_ms;
             pg.nbp_rl_nr_cand = nr_cand;
         }
-        nr_cand - pg.nbp_rl_nr_cand >= rate_limit
+        nr_cand - pg.nbp_rl_nr_cand >= limit
     }
 
     /// `migrate_misplaced_folio_prepare`: the target must be above its high watermark + nr
