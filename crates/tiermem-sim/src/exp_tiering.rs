@@ -7,8 +7,9 @@
 //! rate-limit window and the 1 GiB free-space floor) are divided by `S`, and so is the run
 //! length. Per-page access rates then grow by `S` while every period shrinks by `S`, so the
 //! scanner, the hot-page test, the threshold adjustment and the rate limit see the same
-//! numbers of pages per period as at full size; rates in MB/s are unchanged. What does not
-//! scale is the 1 ms granularity of the kernel's millisecond clocks and the engine's tick.
+//! numbers of pages per period as at full size; rates in MB/s are unchanged. The engine's
+//! tick (the timing window, and how soon kswapd answers a wake-up) is scaled too. What does
+//! not scale is the 1 ms granularity of the kernel's millisecond clocks.
 
 use crate::experiment::{Expect, Experiment, PlotSpec, Step, Variant};
 use std::collections::BTreeMap;
@@ -28,13 +29,13 @@ struct Job {
     runtime_s: u64,
 }
 
-/// Job A of lkp's `pmbench-dcpmm.yaml` (8 processes × 13 824 MiB), 1/32 scale, 600 s.
+/// Job A of lkp's `pmbench-dcpmm.yaml` (8 processes × 13 824 MiB, 900 s), 1/32 scale.
 const SEED_001_JOB: Job = Job {
     scale: 32,
     processes: 8,
     mapsize_mib: 13824,
     dram_gib: 16,
-    runtime_s: 600,
+    runtime_s: 900,
 };
 
 impl Job {
@@ -53,7 +54,7 @@ impl Job {
         let text = format!(
             "duration = \"{dur}ms\"\nseed = 1\n\
              [machine]\npreset = \"dram-pmem-2s\"\n\
-             [sim]\nsample_interval = \"{sample}ms\"\n\
+             [sim]\nsample_interval = \"{sample}ms\"\ntick = \"{tick}ns\"\n\
              [kernel]\nnuma_balancing = {numa_balancing}\ndemotion_enabled = true\n\
              [kernel.numa]\nscan_delay_ms = {delay}\nscan_period_min_ms = {pmin}\n\
              scan_period_max_ms = {pmax}\nscan_size_mb = {size}\nhot_threshold_ms = {hot}\n\
@@ -63,6 +64,7 @@ impl Job {
              cold = true\ncpu_nodes = [0, 1]\n{extra_workloads}",
             dur = self.runtime_s * 1000 / self.scale as u64,
             sample = self.ms(10_000),
+            tick = 1_000_000 / self.scale as u64,
             delay = self.ms(1000),
             pmin = self.ms(1000),
             pmax = self.ms(60_000),

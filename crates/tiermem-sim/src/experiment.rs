@@ -912,6 +912,64 @@ mod tests {
     }
 
     #[test]
+    fn expectations_parse_and_judge() {
+        assert_eq!(Expect::parse("higher"), Some(Expect::Higher));
+        assert_eq!(
+            Expect::parse("at-most:0.5"),
+            Some(Expect::AtMostFraction(0.5))
+        );
+        assert_eq!(Expect::parse("at-most:-1"), None);
+        assert_eq!(Expect::parse("bigger"), None);
+        assert!(Expect::AtMostFraction(0.5).holds(100.0, 50.0));
+        assert!(!Expect::AtMostFraction(0.5).holds(100.0, 51.0));
+        assert!(Expect::NotLower.holds(1.0, 1.0) && !Expect::Higher.holds(1.0, 1.0));
+    }
+
+    #[test]
+    fn steps_in_files_name_existing_variants() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.toml");
+        let body = |to: &str| {
+            format!(
+                "name = \"e\"\nbase = {{ machine = \"small\" }}\n[[variants]]\nname = \"a\"\n\
+                 [[variants]]\nname = \"b\"\n[[steps]]\nfrom = \"a\"\nto = \"{to}\"\n\
+                 metric = \"throughput_accesses_per_s\"\nexpect = \"higher\"\npublished_pct = 5\n"
+            )
+        };
+        std::fs::write(&p, body("b")).unwrap();
+        let e = from_file(&p).unwrap();
+        assert_eq!(e.steps.len(), 1);
+        assert_eq!(e.steps[0].published_pct, Some(5.0));
+        std::fs::write(&p, body("c")).unwrap();
+        let err = from_file(&p).unwrap_err();
+        assert_eq!(err.key, "steps[0].to");
+        assert!(err.message.contains("no variant named"));
+        let results = vec![
+            VariantResult {
+                name: "a".into(),
+                metrics: [("throughput_accesses_per_s".to_string(), 10.0)].into(),
+                published: BTreeMap::new(),
+                timeline_csv: String::new(),
+                summary_json: String::new(),
+            },
+            VariantResult {
+                name: "b".into(),
+                metrics: [("throughput_accesses_per_s".to_string(), 12.0)].into(),
+                published: BTreeMap::new(),
+                timeline_csv: String::new(),
+                summary_json: String::new(),
+            },
+        ];
+        std::fs::write(&p, body("b")).unwrap();
+        let e = from_file(&p).unwrap();
+        let r = evaluate_steps(&e, &results);
+        assert!(r[0].holds);
+        assert!((r[0].simulated_pct.unwrap() - 20.0).abs() < 1e-9);
+        assert!(report_markdown(&e, &results)
+            .contains("| a → b | throughput_accesses_per_s | +20.0 % | +5.0 % | higher | yes |"));
+    }
+
+    #[test]
     fn builtins_build() {
         for (name, _) in builtins() {
             let e = builtin(name).unwrap();
