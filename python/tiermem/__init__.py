@@ -291,8 +291,18 @@ def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Union[int, float, b
     return out
 
 
-# Last: the sweep module uses the functions above.
-from .sweeps import sweep  # noqa: E402
+def sweep(base_config: ConfigLike, grid: Any, **kwargs: Any) -> "pandas.DataFrame":
+    """Run ``base_config`` at every point of ``grid``; one DataFrame row per point.
+
+    ``grid`` is ``{set path: [values], ...}`` (the Cartesian product) or a list of
+    points. Runs on local processes by default, or on a Dask distributed cluster with
+    ``engine="dask"`` / ``address=...``. See :func:`tiermem.sweeps.sweep` for every
+    argument.
+    """
+    # Imported on use, so that `python -m tiermem.sweeps` finds the module unloaded.
+    from .sweeps import sweep as run
+
+    return run(base_config, grid, **kwargs)
 
 
 class Result:

@@ -182,9 +182,10 @@ class Machine(_Table):
     _NESTED: ClassVar[Dict[str, Type[_Table]]] = {"nodes": Node}
 
     @classmethod
-    def from_preset(cls, name: str, **overrides: Any) -> "Machine":
-        """A built-in machine (``tiermem.machine_presets()``), with optional overrides."""
-        return cls(preset=name, **overrides)
+    def from_preset(cls, preset: str, /, **overrides: Any) -> "Machine":
+        """A built-in machine (``tiermem.machine_presets()``), with optional overrides
+        (``Machine.from_preset("small", name="mine")``)."""
+        return cls(preset=preset, **overrides)
 
 
 # ---------------------------------------------------------------------------------------
