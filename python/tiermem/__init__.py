@@ -359,8 +359,10 @@ class Result:
 
         Args:
             kind: ``"placement"`` (used memory per node), ``"bandwidth"`` (read + write
-                MB/s per node), ``"latency"`` (loaded latency per node) or ``"vmstat"``
-                (per-second rates of the vmstat counters that moved).
+                MB/s per node), ``"latency"`` (loaded latency per node), ``"vmstat"``
+                (per-second rates of the vmstat counters that moved), ``"promotion"``
+                (promoted and demoted MB/s) or ``"threshold"`` (the NUMA-balancing hot
+                threshold per node, as the automatic adjustment moves it).
             ax: matplotlib axes to draw on; a new figure when omitted.
 
         Returns:

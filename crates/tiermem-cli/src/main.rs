@@ -470,11 +470,8 @@ fn cmd_sweep(args: &[std::ffi::OsString]) -> Result<(), Failure> {
         })?;
     match status.code() {
         Some(0) => Ok(()),
-        // The Python side printed the error; keep its exit code.
-        Some(code) => Err(Failure {
-            code: u8::try_from(code).unwrap_or(1),
-            err: anyhow::anyhow!("sweep failed ({python} -m tiermem.sweeps exited with {code})"),
-        }),
+        // The Python side printed its error (`tiermem sweep: error: ...`): keep its exit code.
+        Some(code) => std::process::exit(code),
         None => {
             Err(anyhow::anyhow!("sweep interrupted ({python} -m tiermem.sweeps: {status})").into())
         }
