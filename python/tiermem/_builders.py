@@ -69,7 +69,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-@dataclass
+@dataclass(repr=False)
 class _Table:
     """Base of the config objects: dataclass fields are the table's keys."""
 
@@ -97,6 +97,15 @@ class _Table:
         if extra:
             out.update(_plain(extra))
         return out
+
+    def __repr__(self) -> str:
+        # Only the fields that are set: the rest are the simulator's defaults.
+        shown = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is not None and getattr(self, f.name) != {}
+        ]
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def to_toml(self) -> str:
         """The table as TOML text (see :func:`tiermem.to_toml`)."""
@@ -138,7 +147,7 @@ class _Table:
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class Node(_Table):
     """A NUMA node, ``[[machine.nodes]]`` (``/sys/devices/system/node/nodeN``).
 
@@ -161,7 +170,7 @@ class Node(_Table):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class Machine(_Table):
     """The hardware, ``[machine]``: a preset (optionally with overrides) or full nodes.
 
@@ -193,7 +202,7 @@ class Machine(_Table):
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class NumaBalancing(_Table):
     """``[kernel.numa]``: the NUMA-balancing scanner and the tiering promotion policy.
 
@@ -212,7 +221,7 @@ class NumaBalancing(_Table):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class Swap(_Table):
     """``[kernel.swap]``: a block swap device."""
 
@@ -222,7 +231,7 @@ class Swap(_Table):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class Zram(_Table):
     """``[kernel.zram]``: a compressed RAM swap device, used before ``swap``."""
 
@@ -233,7 +242,7 @@ class Zram(_Table):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class KernelCosts(_Table):
     """``[kernel.costs]``: CPU costs of kernel paths (assumptions, see docs/model.md)."""
 
@@ -248,7 +257,7 @@ class KernelCosts(_Table):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class Kernel(_Table):
     """``[kernel]``: the simulated kernel's knobs (the kernel's defaults when omitted).
 
@@ -274,7 +283,7 @@ class Kernel(_Table):
     }
 
 
-@dataclass
+@dataclass(repr=False)
 class Sim(_Table):
     """``[sim]``: engine settings (timing window and timeline sample interval)."""
 
@@ -288,7 +297,7 @@ class Sim(_Table):
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class MemPolicy(_Table):
     """A task memory policy (``set_mempolicy``): ``mode`` and its node set."""
 
@@ -312,7 +321,7 @@ class MemPolicy(_Table):
         return cls("preferred", [node])
 
 
-@dataclass
+@dataclass(repr=False)
 class Workload(_Table):
     """Base of the workload tables (``[[workloads]]``); ``TYPE`` is the ``type`` key."""
 
@@ -335,7 +344,7 @@ class Workload(_Table):
         return cls.from_dict({k: v for k, v in data.items() if k != "type"})  # type: ignore[return-value]
 
 
-@dataclass
+@dataclass(repr=False)
 class Pmbench(Workload):
     """pmbench: page-granular access over an anonymous map (``-m``, ``-s``, ``-p``, ``-r``)."""
 
@@ -360,7 +369,7 @@ class Pmbench(Workload):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class Stream(Workload):
     """STREAM: Copy, Scale, Add and Triad over three arrays."""
 
@@ -379,7 +388,7 @@ class Stream(Workload):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class Mlc(Workload):
     """Intel MLC: bandwidth threads with an inject delay plus a latency thread."""
 
@@ -409,7 +418,7 @@ _WORKLOADS: Dict[str, Type[Workload]] = {"pmbench": Pmbench, "stream": Stream, "
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class Config(_Table):
     """A whole simulation config: machine, kernel, engine settings and workloads.
 

@@ -59,7 +59,7 @@ import json
 import math
 import os
 import sys
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import (
@@ -204,11 +204,9 @@ def _run_local(tasks: Sequence[_Task], workers: Optional[int]) -> Iterator[Outco
         return
     pool = ProcessPoolExecutor(max_workers=n)
     try:
-        pending = {pool.submit(_run_point, t) for t in tasks}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for fut in done:
-                yield fut.result()  # re-raises a worker's exception
+        futures = [pool.submit(_run_point, t) for t in tasks]
+        for fut in as_completed(futures):
+            yield fut.result()  # re-raises a worker's exception
     finally:
         # On an error or an interrupt, do not start the points still queued.
         pool.shutdown(wait=True, cancel_futures=True)
