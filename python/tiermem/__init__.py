@@ -45,6 +45,7 @@ from ._builders import (
     Swap,
     Workload,
     Zram,
+    _Table,
 )
 from ._config import parse_duration, to_toml
 
@@ -140,8 +141,8 @@ def _config_text(config: ConfigLike) -> "tuple[str, str]":
     """(TOML text, origin used in error messages) of a config argument."""
     if isinstance(config, Mapping):
         return to_toml(config), "<dict>"
-    if getattr(config, "_TIERMEM_TABLE", False):
-        return to_toml(config), f"<{type(config).__name__}>"
+    if isinstance(config, _Table):
+        return to_toml(config.to_dict()), f"<{type(config).__name__}>"
     if isinstance(config, os.PathLike):
         path = Path(config)
         return path.read_text(encoding="utf-8"), str(path)

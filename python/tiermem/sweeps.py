@@ -65,7 +65,6 @@ from pathlib import Path
 from typing import (
     TYPE_CHECKING,
     Any,
-    Callable,
     Dict,
     Iterator,
     List,
@@ -378,9 +377,10 @@ def sweep(
     param_names = list(points[0]) if points else []
     rows = []
     flat_rows = []
-    for point, summary_json in zip(points, summaries):
-        assert summary_json is not None
-        flat = flatten_summary(json.loads(summary_json))
+    for point, done in zip(points, summaries):
+        if done is None:  # pragma: no cover - every run either returned or raised
+            raise RuntimeError("a sweep point returned no result")
+        flat = flatten_summary(json.loads(done))
         flat_rows.append(flat)
         row: Dict[str, Any] = {p: _column_value(point[p]) for p in param_names}
         if metrics is None:

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-import pytest
 
 import tiermem
 
