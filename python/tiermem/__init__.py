@@ -15,8 +15,11 @@ package is the Python face of it::
     result.timeline                   # timeline.csv as a pandas DataFrame
     result.plot("placement")          # used memory per node over time
 
-Configs are the same TOML files the ``tiermem`` command line reads; bad configs raise
-:class:`ConfigError` naming the offending key.
+Configs are the same TOML files the ``tiermem`` command line reads, dicts of the same
+shape, or config objects (:class:`Config`, :class:`Machine`, :class:`Pmbench`, ...); bad
+configs raise :class:`ConfigError` naming the offending key, with the command line's
+message. :func:`sweep` runs a grid of configs in parallel (local processes, or a Dask
+cluster) and returns one DataFrame.
 """
 
 from __future__ import annotations
@@ -25,8 +28,25 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._builders import (
+    Config,
+    Kernel,
+    KernelCosts,
+    Machine,
+    MemPolicy,
+    Mlc,
+    Node,
+    NumaBalancing,
+    Pmbench,
+    Sim,
+    Stream,
+    Swap,
+    Workload,
+    Zram,
+    _Table,
+)
 from ._config import parse_duration, to_toml
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,16 +83,35 @@ def _package_version() -> str:
 __version__ = _package_version()
 
 __all__ = [
+    "Config",
     "ConfigError",
+    "Kernel",
+    "KernelCosts",
+    "Machine",
+    "MemPolicy",
+    "Mlc",
+    "Node",
+    "NumaBalancing",
+    "Pmbench",
     "Result",
+    "Sim",
+    "Stream",
+    "Swap",
+    "Workload",
+    "Zram",
     "__version__",
+    "check_config",
+    "flatten_summary",
     "machine_presets",
     "parse_duration",
     "simulate",
+    "sweep",
     "to_toml",
 ]
 
-ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any], Config]
+#: ``set``-path overrides: ``{"kernel.numa.hot_threshold_ms": 500, ...}`` or pairs.
+Overrides = Union[Mapping[str, Any], Sequence["tuple[str, Any]"], None]
 
 
 def _native():
@@ -102,6 +141,8 @@ def _config_text(config: ConfigLike) -> "tuple[str, str]":
     """(TOML text, origin used in error messages) of a config argument."""
     if isinstance(config, Mapping):
         return to_toml(config), "<dict>"
+    if isinstance(config, _Table):
+        return to_toml(config.to_dict()), f"<{type(config).__name__}>"
     if isinstance(config, os.PathLike):
         path = Path(config)
         return path.read_text(encoding="utf-8"), str(path)
@@ -111,7 +152,7 @@ def _config_text(config: ConfigLike) -> "tuple[str, str]":
             return path.read_text(encoding="utf-8"), str(path)
         return config, "<string>"
     raise TypeError(
-        "config must be a path to a .toml file, a TOML string or a dict, "
+        "config must be a path to a .toml file, a TOML string, a dict or a tiermem.Config, "
         f"not {type(config).__name__}"
     )
 
@@ -121,15 +162,20 @@ def simulate(
     *,
     seed: Optional[int] = None,
     duration: Union[float, str, None] = None,
+    overrides: Overrides = None,
 ) -> "Result":
     """Run one simulation.
 
     Args:
         config: a path (``str`` ending in ``.toml`` or naming an existing file, or a
-            ``pathlib.Path``), TOML text, or a dict with the same structure as the TOML.
+            ``pathlib.Path``), TOML text, a dict with the same structure as the TOML, or
+            a :class:`Config`.
         seed: overrides the config's ``seed``.
         duration: overrides the config's simulated ``duration``: seconds, or a string
             with a unit such as ``"10s"`` or ``"500ms"``.
+        overrides: ``set`` paths applied after preset expansion, exactly as an
+            experiment variant's ``set`` table (``{"machine.nodes[1].capacity": "2GiB",
+            "kernel.numa.promotion": "mru"}``); applied in the order given.
 
     Returns:
         The run's :class:`Result`.
@@ -142,6 +188,18 @@ def simulate(
 
     The simulation runs without holding the GIL, so several can run in threads.
     """
+    seed, duration_s = _run_args(seed, duration)
+    text, origin = _config_text(config)
+    summary_json, timeline_csv, config_json = _native().simulate_text(
+        text, origin, seed, duration_s, _override_pairs(overrides)
+    )
+    return Result(summary_json, timeline_csv, config_json)
+
+
+def _run_args(
+    seed: Optional[int], duration: Union[float, str, None]
+) -> "tuple[Optional[int], Optional[float]]":
+    """Check the ``seed`` and ``duration`` overrides; duration in seconds."""
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an integer, not {type(seed).__name__}")
@@ -152,11 +210,100 @@ def simulate(
         duration_s = parse_duration(duration)
         if not (duration_s > 0 and math.isfinite(duration_s)):
             raise ValueError(f"duration must be positive (got {duration!r})")
+    return seed, duration_s
+
+
+def _override_pairs(overrides: Overrides) -> Optional[List[Tuple[str, str]]]:
+    """``(path, TOML value text)`` pairs for the native module."""
+    if overrides is None:
+        return None
+    from ._config import _format_value
+
+    items = overrides.items() if isinstance(overrides, Mapping) else overrides
+    pairs = []
+    for item in items:
+        try:
+            path, value = item
+        except (TypeError, ValueError):
+            raise TypeError(
+                "overrides must be a dict of path -> value or a list of (path, value) pairs"
+            ) from None
+        if not isinstance(path, str):
+            raise TypeError(f"override paths must be strings, not {type(path).__name__}")
+        pairs.append((path, _format_value(value, path)))
+    return pairs
+
+
+def check_config(config: ConfigLike, overrides: Overrides = None) -> Dict[str, Any]:
+    """Validate a config (and ``set``-path overrides) without running it.
+
+    The checks are the simulator's, so the errors are those :func:`simulate` and the
+    command line report.
+
+    Returns:
+        The effective config: presets expanded, overrides applied, every default filled
+        in (the ``effective_config`` of ``run.json``).
+
+    Raises:
+        ConfigError: the config is invalid; the message names the file and key.
+    """
     text, origin = _config_text(config)
-    summary_json, timeline_csv, config_json = _native().simulate_text(
-        text, origin, seed, duration_s
-    )
-    return Result(summary_json, timeline_csv, config_json)
+    return json.loads(_native().check_config(text, origin, _override_pairs(overrides)))
+
+
+#: Bytes per base page: the unit of the page counters in ``vmstat``.
+_PAGE_SIZE = 4096
+
+
+def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Union[int, float, bool]]:
+    """The numeric values of a summary as one flat dict keyed by metric path.
+
+    Keys use the path syntax of experiment metrics (``accesses``, ``vmstat.pgfault``,
+    ``nodes[1].used_bytes``, ``workloads[0].score_accesses_per_s``); strings (names)
+    are left out; ``null`` (NaN in the simulator's JSON) becomes ``nan``. Two derived
+    rates are added when the run promoted or demoted anything:
+    ``promote_rate_MBps`` and ``demote_rate_MBps``: ``pgpromote_success`` and
+    ``pgdemote_kswapd + pgdemote_direct`` pages times 4 KiB, in MiB (the unit of the
+    kernel's ``numa_balancing_promote_rate_limit_MBps``) per simulated second of the
+    whole run, as the seed-001 "promote rate" column reports them.
+    """
+    out: Dict[str, Union[int, float, bool]] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, sub in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), sub)
+        elif isinstance(value, (list, tuple)):
+            for i, sub in enumerate(value):
+                walk(f"{prefix}[{i}]", sub)
+        elif value is None:
+            out[prefix] = math.nan
+        elif isinstance(value, (bool, int, float)):
+            out[prefix] = value
+
+    walk("", summary)
+    seconds = summary.get("sim_seconds") or 0.0
+    vmstat = summary.get("vmstat") or {}
+    if seconds > 0 and "pgpromote_success" in vmstat:
+        out["promote_rate_MBps"] = vmstat["pgpromote_success"] * _PAGE_SIZE / 2**20 / seconds
+    if seconds > 0 and "pgdemote_kswapd" in vmstat:
+        demoted = vmstat["pgdemote_kswapd"] + vmstat.get("pgdemote_direct", 0)
+        out["demote_rate_MBps"] = demoted * _PAGE_SIZE / 2**20 / seconds
+    return out
+
+
+def sweep(base_config: ConfigLike, grid: Any, **kwargs: Any) -> "pandas.DataFrame":
+    """Run ``base_config`` at every point of ``grid``; one DataFrame row per point.
+
+    ``grid`` is ``{set path: [values], ...}`` (the Cartesian product) or a list of
+    points. Runs on local processes by default, or on a Dask distributed cluster with
+    ``engine="dask"`` / ``address=...``. See :func:`tiermem.sweeps.sweep` for every
+    argument.
+    """
+    # Imported on use, so that `python -m tiermem.sweeps` finds the module unloaded.
+    from .sweeps import sweep as run
+
+    return run(base_config, grid, **kwargs)
 
 
 class Result:
@@ -213,8 +360,10 @@ class Result:
 
         Args:
             kind: ``"placement"`` (used memory per node), ``"bandwidth"`` (read + write
-                MB/s per node), ``"latency"`` (loaded latency per node) or ``"vmstat"``
-                (per-second rates of the vmstat counters that moved).
+                MB/s per node), ``"latency"`` (loaded latency per node), ``"vmstat"``
+                (per-second rates of the vmstat counters that moved), ``"promotion"``
+                (promoted and demoted MB/s) or ``"threshold"`` (the NUMA-balancing hot
+                threshold per node, as the automatic adjustment moves it).
             ax: matplotlib axes to draw on; a new figure when omitted.
 
         Returns:

@@ -11,9 +11,9 @@ import math
 import numbers
 import os
 import re
-from typing import Any, List, Mapping, Sequence, Union
+from typing import Any, Dict, List, Mapping, Sequence, Union
 
-__all__ = ["to_toml", "parse_duration"]
+__all__ = ["to_toml", "parse_duration", "read_toml"]
 
 # ---------------------------------------------------------------------------------------
 # TOML writer
@@ -36,8 +36,9 @@ def to_toml(data: Mapping[str, Any]) -> str:
     """Serialize a dict to a TOML document.
 
     Supported values: ``str``, ``int``, ``float`` (including ``nan``/``inf``), ``bool``,
-    ``os.PathLike`` (written as a string), lists and tuples, nested dicts, and numpy
-    scalars and arrays. Nested dicts become ``[a.b]`` tables; a non-empty list whose
+    ``os.PathLike`` (written as a string), lists and tuples, nested dicts, numpy
+    scalars and arrays, and the config objects (:class:`tiermem.Config`, ``Machine``,
+    ``Pmbench``, ...), written as their ``to_dict()``. Nested dicts become ``[a.b]`` tables; a non-empty list whose
     items are all dicts becomes an array of tables (``[[workloads]]``); dicts inside
     other lists become inline tables. TOML has no null, so keys whose value is ``None``
     are left out (the simulator then uses its default).
@@ -47,6 +48,7 @@ def to_toml(data: Mapping[str, Any]) -> str:
         ValueError: an integer does not fit TOML's 64-bit range, or ``None`` appears
             inside a list.
     """
+    data = _normalize(data)
     if not isinstance(data, Mapping):
         raise TypeError(f"a TOML document must be a dict, not {type(data).__name__}")
     lines: List[str] = []
@@ -68,6 +70,8 @@ def _normalize(value: Any) -> Any:
             return value.item()
     if isinstance(value, os.PathLike):
         return os.fspath(value)
+    if getattr(value, "_TIERMEM_TABLE", False):  # tiermem.Config, Machine, Pmbench, ...
+        return value.to_dict()
     return value
 
 
@@ -176,6 +180,24 @@ def _write_table(
         sub = path + [key]
         for item in items:
             _write_table(lines, sub, _normalize(item), header=f"[[{_format_path(sub)}]]")
+
+
+def read_toml(text: str, origin: str) -> Dict[str, Any]:
+    """Parse TOML text (with ``tomllib``, or ``tomli`` before Python 3.11).
+
+    Raises:
+        ConfigError: a syntax error, reported as ``ORIGIN: TOML syntax error ...``.
+    """
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        from . import ConfigError
+
+        raise ConfigError(f"{origin}: TOML syntax error: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Plots of simulation timelines and experiment reports.
 
-Two entry points:
+Entry points:
 
 * :func:`plot_timeline` draws one run's ``timeline.csv`` (as a DataFrame): memory
   placement, bandwidth, latency per node, or vmstat event rates. ``Result.plot`` uses it.
+* :func:`plot_sweep` draws a :func:`tiermem.sweep` DataFrame (a metric against another,
+  one line per parameter value) with the same code as the ``line`` plots below.
 * :func:`render_experiment` turns the ``results.json`` of an experiment directory into the
   PNG files it asks for. The ``tiermem`` command line runs it after an experiment as
   ``python3 -m tiermem.plots OUT_DIR``.
@@ -29,7 +31,9 @@ Two entry points:
 
 Plot fields: ``file`` and ``type`` are required; ``title``, ``x``, ``y`` (a metric or
 column name, or a list of them), ``variants`` (names to include, all when null),
-``xlabel``, ``ylabel``, ``logx``, ``logy`` and, for timelines, ``kind`` (one of
+``xlabel``, ``ylabel``, ``logx``, ``logy``, for line plots ``group`` (one line per
+distinct value of that variant label or metric, as sweeps write them: a variant may carry
+``"labels": {parameter: value}``) and, for timelines, ``kind`` (one of
 :data:`KINDS`) and ``subplots`` (one panel per variant instead of a shared axes) are
 optional. Metric names are keys of a variant's ``metrics`` (such as
 ``"workloads[0].triad_mbps"``) or dotted paths into nested metric objects. A variant may
@@ -70,6 +74,7 @@ __all__ = [
     "ResultsError",
     "main",
     "node_ids",
+    "plot_sweep",
     "plot_timeline",
     "render_experiment",
     "timeline_series",
@@ -465,8 +470,25 @@ def _bar(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
     return fig
 
 
+def _group_value(variant: Mapping[str, Any], name: str) -> Any:
+    """A variant's value of a grouping key: a label (sweep parameter) or a metric."""
+    labels = variant.get("labels") or {}
+    if name in labels:
+        return labels[name]
+    value = _metric(variant, name)
+    return "missing" if value is None else value
+
+
 def _line(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
-    """``y`` metrics against the ``x`` metric across variants, one line per ``y``."""
+    """``y`` metrics against the ``x`` metric across variants, one line per ``y``
+    (or, with ``group``, one line per distinct value of that label or metric)."""
+    fig, (ax,) = _new_figure()
+    _line_on(ax, results, spec)
+    return fig
+
+
+def _line_on(ax: Axes, results: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+    """Draw a line plot (see :func:`_line`) on ``ax``."""
     x_name = spec.get("x")
     if not isinstance(x_name, str):
         raise _SkipPlot("a line plot needs an `x` metric")
@@ -493,7 +515,23 @@ def _line(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
     if not lines:
         raise _SkipPlot(f"no variant has metric(s) {', '.join(ys)}")
 
-    fig, (ax,) = _new_figure()
+    all_y = [y for _, pairs in lines for _, y in pairs]
+    group = spec.get("group")
+    if group is not None:
+        # One line per distinct value of `group` (a sweep parameter), per y metric.
+        if not isinstance(group, str):
+            raise _SkipPlot("`group` must be a metric or parameter name")
+        groups: Dict[Any, List[Tuple[float, Mapping[str, Any]]]] = {}
+        for x, v in points:
+            groups.setdefault(_group_value(v, group), []).append((x, v))
+        for y_name, _ in lines:
+            for value, members in groups.items():
+                pairs = [(x, _metric(v, y_name)) for x, v in members]
+                pairs = [(x, y) for x, y in pairs if y is not None]
+                if pairs:
+                    label = f"{group} = {value}" + (f" ({y_name})" if len(lines) > 1 else "")
+                    ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker="o", label=label)
+        lines = []
     for y_name, pairs in lines:
         # Published figures, when the experiment has them, as crosses of the same color.
         published = [(x, _metric(v, y_name, "published")) for x, v in points]
@@ -504,10 +542,64 @@ def _line(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
             ax.plot([p[0] for p in published], [p[1] for p in published], linestyle="none",
                     marker="x", markersize=8, color=line.get_color(),
                     label=f"{y_name} (published)")
-    _scales(ax, spec, [x for x, _ in points], [y for _, pairs in lines for _, y in pairs])
+    _scales(ax, spec, [x for x, _ in points], all_y)
     _finish(ax, spec.get("xlabel") or x_name, spec.get("ylabel") or ", ".join(ys),
             spec.get("title"))
-    return fig
+
+
+def plot_sweep(
+    df: pd.DataFrame,
+    x: str,
+    y: Union[str, Sequence[str]],
+    group: Optional[str] = None,
+    ax: Optional[Axes] = None,
+    *,
+    title: Optional[str] = None,
+    xlabel: Optional[str] = None,
+    ylabel: Optional[str] = None,
+    logx: bool = False,
+    logy: bool = False,
+) -> Axes:
+    """Plot a :func:`tiermem.sweep` DataFrame: ``y`` against ``x``, one line per value
+    of ``group``; the same drawing as a ``line`` plot of a sweep's ``results.json``.
+
+    Args:
+        df: the sweep's DataFrame (parameters and metrics as columns).
+        x, y: column names (``y`` may be a list).
+        group: a column whose distinct values get one line each (e.g. a parameter).
+        ax: axes to draw on; a new pyplot figure when omitted.
+
+    Returns:
+        The axes drawn on.
+
+    Raises:
+        ValueError: a column is missing, or no row has the values to draw.
+    """
+    ys = [y] if isinstance(y, str) else list(y)
+    missing = [c for c in [x, *ys, *([group] if group else [])] if c not in df.columns]
+    if missing:
+        raise ValueError(f"the DataFrame has no column(s) {', '.join(missing)}")
+    variants = []
+    for i, row in enumerate(df.to_dict(orient="records")):
+        metrics = {
+            k: float(v)
+            for k, v in row.items()
+            if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+            and not (isinstance(v, float) and np.isnan(v))
+        }
+        labels = {group: row[group]} if group else {}
+        variants.append({"name": str(i), "metrics": metrics, "labels": labels})
+    spec = {"file": "<plot_sweep>", "x": x, "y": ys, "group": group, "title": title,
+            "xlabel": xlabel, "ylabel": ylabel, "logx": logx, "logy": logy}
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=_FIGSIZE)
+    try:
+        _line_on(ax, {"variants": variants}, spec)
+    except _SkipPlot as e:
+        raise ValueError(str(e)) from None
+    return ax
 
 
 def _read_timeline(

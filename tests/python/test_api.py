@@ -463,16 +463,7 @@ def test_malformed_results_exit_2(tmp_path, capsys, content, message):
 # --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def native():
-    # CI installs the package, so a missing native module there is a failure, not a skip.
-    if os.environ.get("TIERMEM_REQUIRE_NATIVE") == "1":
-        import importlib
-
-        return importlib.import_module("tiermem._tiermem")
-    return pytest.importorskip(
-        "tiermem._tiermem", reason="native module not built (run `pip install .` or `maturin develop`)"
-    )
+# The `native` fixture is in conftest.py.
 
 
 def check_small_run(result: tiermem.Result) -> None:

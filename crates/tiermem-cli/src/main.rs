@@ -77,6 +77,35 @@ enum Cmd {
     },
     /// List the machine presets, or print one as TOML.
     Presets { name: Option<String> },
+    /// Run a parameter-sweep file (base config + grid) in parallel and write results.csv,
+    /// results.json, per-point outputs and plots. Runs the Python package
+    /// (`python3 -m tiermem.sweeps`, or $TIERMEM_PYTHON).
+    Sweep {
+        /// The sweep file (TOML: `base`, `[set]`, `[grid]`, `[[plots]]`).
+        file: PathBuf,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Where the points run: local processes, or a Dask distributed cluster.
+        #[arg(long, value_parser = ["local", "dask"])]
+        engine: Option<String>,
+        /// Dask scheduler address (`tcp://host:8786`); implies `--engine dask`.
+        #[arg(long)]
+        address: Option<String>,
+        /// Local processes (default: the CPU count), or the size of the local Dask
+        /// cluster started by `--engine dask` without `--address`.
+        #[arg(long)]
+        workers: Option<u32>,
+        /// Override every point's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override every point's simulated duration, in seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Do not render the sweep file's plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
 }
 
 /// An error with the exit code it maps to.
@@ -137,6 +166,35 @@ fn main() -> ExitCode {
             tiering,
         } => cmd_bench(&size, duration, tiering),
         Cmd::Presets { name } => cmd_presets(name),
+        Cmd::Sweep {
+            file,
+            out,
+            engine,
+            address,
+            workers,
+            seed,
+            duration,
+            no_plots,
+        } => {
+            let mut args: Vec<std::ffi::OsString> = vec![file.into(), "--out".into(), out.into()];
+            let options = [
+                ("--engine", engine),
+                ("--address", address),
+                ("--workers", workers.map(|w| w.to_string())),
+                ("--seed", seed.map(|s| s.to_string())),
+                ("--duration", duration.map(|d| d.to_string())),
+            ];
+            for (flag, value) in options {
+                if let Some(v) = value {
+                    args.push(flag.into());
+                    args.push(v.into());
+                }
+            }
+            if no_plots {
+                args.push("--no-plots".into());
+            }
+            cmd_sweep(&args)
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -414,6 +472,30 @@ fn render_plots(dir: &Path) {
         Ok(s) if s.success() => {}
         Ok(s) => eprintln!("tiermem: warning: plots not rendered ({python} -m tiermem.plots exited with {s}); install the Python package with `pip install .`"),
         Err(e) => eprintln!("tiermem: warning: plots not rendered: cannot run {python}: {e}"),
+    }
+}
+
+/// `tiermem sweep`: the sweep runs in the Python package (`python3 -m tiermem.sweeps`, or
+/// `$TIERMEM_PYTHON`), which fans the points out to local processes or a Dask cluster;
+/// its exit code (2 for bad input, 1 for failures) becomes ours.
+fn cmd_sweep(args: &[std::ffi::OsString]) -> Result<(), Failure> {
+    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let status = std::process::Command::new(&python)
+        .args(["-m", "tiermem.sweeps"])
+        .args(args)
+        .status()
+        .with_context(|| {
+            format!(
+                "cannot run {python}: sweeps need Python and the tiermem package (`pip install .`)"
+            )
+        })?;
+    match status.code() {
+        Some(0) => Ok(()),
+        // The Python side printed its error (`tiermem sweep: error: ...`): keep its exit code.
+        Some(code) => std::process::exit(code),
+        None => {
+            Err(anyhow::anyhow!("sweep interrupted ({python} -m tiermem.sweeps: {status})").into())
+        }
     }
 }
 

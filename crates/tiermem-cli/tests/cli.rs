@@ -178,3 +178,37 @@ fn experiment_list_and_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("watermark_scale_factor"));
 }
+
+#[test]
+fn sweep_without_python_is_a_runtime_failure() {
+    // `tiermem sweep` runs the Python package; a missing interpreter is exit 1 with a hint.
+    // (The sweep itself is tested from Python: tests/python/test_sweeps.py.)
+    let d = tempfile::tempdir().unwrap();
+    let file = write(
+        d.path(),
+        "sweep.toml",
+        "base = \"x.toml\"\n[grid]\nseed = [1]\n",
+    );
+    let o = Command::new(bin())
+        .args(["sweep"])
+        .arg(&file)
+        .arg("--out")
+        .arg(d.path().join("out"))
+        .env("TIERMEM_PYTHON", d.path().join("no-such-python"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        err.contains("cannot run") && err.contains("pip install"),
+        "{err}"
+    );
+    // Unknown engines are rejected by the argument parser (exit 2).
+    let o = Command::new(bin())
+        .args(["sweep"])
+        .arg(&file)
+        .args(["--out", "x", "--engine", "ray"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,6 +1,7 @@
 //! `tiermem._tiermem`: the native module behind the `tiermem` Python package.
 //!
-//! A thin layer over [`tiermem_sim::run_config_text`]: the Python side passes TOML text
+//! A thin layer over [`tiermem_sim::config_from_text`] and [`tiermem_sim::run_config`]:
+//! the Python side passes TOML text (and optional `set`-path overrides)
 //! and gets back the run's outputs as text (summary JSON, timeline CSV, resolved config
 //! JSON), which `python/tiermem/__init__.py` turns into dicts and DataFrames. Invalid
 //! configs raise `tiermem.ConfigError` (a `ValueError`), other failures `RuntimeError`,
@@ -17,33 +18,82 @@ create_exception!(
     "An invalid simulation config; the message names the file and the dotted key."
 );
 
+/// Parse `(path, TOML value text)` pairs into the overrides of
+/// [`tiermem_sim::config_from_text`]; a value that is not TOML is a config error at its path.
+fn parse_overrides(
+    origin: &str,
+    overrides: Option<Vec<(String, String)>>,
+) -> Result<Vec<(String, toml::Value)>, tiermem_sim::SimError> {
+    overrides
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(path, text)| {
+            let parsed: Option<toml::Value> = toml::from_str::<toml::Table>(&format!("v = {text}"))
+                .ok()
+                .filter(|t| t.len() == 1)
+                .and_then(|mut t| t.remove("v"));
+            match parsed {
+                Some(v) => Ok((path, v)),
+                None => Err(tiermem_core::ConfigError::invalid(
+                    path,
+                    format!("not a TOML value: {text}"),
+                )
+                .in_file(origin)
+                .into()),
+            }
+        })
+        .collect()
+}
+
+fn to_py_err(e: tiermem_sim::SimError) -> PyErr {
+    if e.is_input_error() {
+        ConfigError::new_err(e.to_string())
+    } else {
+        PyRuntimeError::new_err(e.to_string())
+    }
+}
+
 /// Run the simulation described by the TOML `text`.
 ///
 /// `origin` names the config in error messages; `seed` and `duration_s` (seconds)
-/// override the config's values. The GIL is released while the simulation runs.
+/// override the config's values; `overrides` are `(dotted path, TOML value text)` pairs
+/// set after preset expansion, as an experiment variant's `set` table is. The GIL is
+/// released while the simulation runs.
 /// Returns `(summary_json, timeline_csv, resolved_config_json)`.
 #[pyfunction]
-#[pyo3(signature = (text, origin = "<string>", seed = None, duration_s = None))]
+#[pyo3(signature = (text, origin = "<string>", seed = None, duration_s = None, overrides = None))]
 fn simulate_text(
     py: Python<'_>,
     text: &str,
     origin: &str,
     seed: Option<u64>,
     duration_s: Option<f64>,
+    overrides: Option<Vec<(String, String)>>,
 ) -> PyResult<(String, String, String)> {
     // Only plain data crosses back to the GIL-holding side.
-    let outcome = py.allow_threads(|| {
-        tiermem_sim::run_config_text(text, origin, seed, duration_s)
+    py.allow_threads(|| -> Result<_, tiermem_sim::SimError> {
+        let overrides = parse_overrides(origin, overrides)?;
+        let mut cfg = tiermem_sim::config_from_text(text, origin, &overrides)?;
+        tiermem_sim::apply_overrides(&mut cfg, seed, duration_s)?;
+        tiermem_sim::run_config(&cfg)
             .map(|out| (out.summary_json, out.timeline_csv, out.resolved_config_json))
-            .map_err(|e| (e.is_input_error(), e.to_string()))
-    });
-    outcome.map_err(|(input_error, message)| {
-        if input_error {
-            ConfigError::new_err(message)
-        } else {
-            PyRuntimeError::new_err(message)
-        }
     })
+    .map_err(to_py_err)
+}
+
+/// Check a config without running it: parse, expand presets, apply `overrides` and
+/// validate, exactly as [`simulate_text`] does first. Returns the effective config
+/// (every default filled in) as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, origin = "<string>", overrides = None))]
+fn check_config(
+    text: &str,
+    origin: &str,
+    overrides: Option<Vec<(String, String)>>,
+) -> PyResult<String> {
+    let overrides = parse_overrides(origin, overrides).map_err(to_py_err)?;
+    let cfg = tiermem_sim::config_from_text(text, origin, &overrides).map_err(to_py_err)?;
+    Ok(serde_json::to_string_pretty(&cfg).expect("config serialises"))
 }
 
 /// The version of the tiermem crates this module was built from.
@@ -62,6 +112,7 @@ fn machine_presets() -> Vec<&'static str> {
 fn _tiermem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_function(wrap_pyfunction!(simulate_text, m)?)?;
+    m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(machine_presets, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

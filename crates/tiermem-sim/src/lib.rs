@@ -68,15 +68,36 @@ pub fn run_config_text(
     seed: Option<u64>,
     duration_s: Option<f64>,
 ) -> Result<RunOutput, SimError> {
-    let value = tiermem_core::config::resolve_toml(text, origin)?;
-    let mut cfg = SimConfig::from_value(&value, origin)?;
+    let mut cfg = config_from_text(text, origin, &[])?;
     apply_overrides(&mut cfg, seed, duration_s)?;
-    let mut sim = engine::Simulation::new(&cfg)?;
+    run_config(&cfg)
+}
+
+/// Parse a config text, expand its machine preset, apply `set`-path overrides in the order
+/// given (after preset expansion, as experiment variants apply theirs, see
+/// [`tiermem_core::config::set_path`]), then type and validate the result. Parameter
+/// sweeps use this so that each point is checked exactly as a config file would be.
+pub fn config_from_text(
+    text: &str,
+    origin: &str,
+    overrides: &[(String, toml::Value)],
+) -> Result<SimConfig, SimError> {
+    let mut value = tiermem_core::config::resolve_toml(text, origin)?;
+    for (path, new) in overrides {
+        tiermem_core::config::set_path(&mut value, path, new.clone())
+            .map_err(|e| e.in_file(origin))?;
+    }
+    Ok(SimConfig::from_value(&value, origin)?)
+}
+
+/// Run a validated config and collect its outputs as text.
+pub fn run_config(cfg: &SimConfig) -> Result<RunOutput, SimError> {
+    let mut sim = engine::Simulation::new(cfg)?;
     let res = sim.run(&mut |_| {})?;
     Ok(RunOutput {
         summary_json: serde_json::to_string_pretty(&res.summary).expect("summary serialises"),
         timeline_csv: res.timeline_csv,
-        resolved_config_json: serde_json::to_string_pretty(&cfg).expect("config serialises"),
+        resolved_config_json: serde_json::to_string_pretty(cfg).expect("config serialises"),
         summary: res.summary,
     })
 }
