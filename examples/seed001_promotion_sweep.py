@@ -8,10 +8,10 @@
 # 80:20, and plots the pmbench score against the promote rate, as seed 001 reports its
 # results (score in accesses/s, promote rate in MB/s).
 #
-# Scale: `experiments/seed-001-base.toml` runs the workload at 1/16 of the published
-# memory sizes with the NUMA-balancing time constants divided by 16 too, so the hot
-# threshold of 62 ms here stands for the kernel's default of 1 s. Each point simulates
-# 10 s (about 10-15 s of CPU); the 16 points take a few minutes on two cores. The same
+# Scale: `experiments/seed-001-base.toml` runs the workload at 1/32 of the published
+# memory sizes with the NUMA-balancing periods divided by 32 too, so the hot
+# threshold of 31 ms here stands for the kernel's default of 1 s. Each point simulates
+# 10 s (about 20-30 s of CPU); the 16 points take several minutes on two cores. The same
 # grid runs from the command line with
 # `tiermem sweep experiments/seed-001-sweep.toml --out out/seed-001-sweep`.
 #
@@ -46,13 +46,13 @@ base.duration = "10s"
 base.kernel.numa.promotion = "rate-limit"  # hot-page selection + the rate limit (patch 2/3)
 print(base.machine, base.kernel, base.workloads[0], sep="\n")
 
-# DRAM of 1 GiB per socket and 32 GiB of PMEM per socket (the 1/16 scale): single nodes of a
+# DRAM of 512 MiB per socket and 16 GiB of PMEM per socket (the 1/32 scale): single nodes of a
 # preset are set with experiment `set` paths, applied after the preset is expanded.
 fixed = {
-    "machine.nodes[0].capacity": "1GiB",
-    "machine.nodes[1].capacity": "1GiB",
-    "machine.nodes[2].capacity": "32GiB",
-    "machine.nodes[3].capacity": "32GiB",
+    "machine.nodes[0].capacity": "512MiB",
+    "machine.nodes[1].capacity": "512MiB",
+    "machine.nodes[2].capacity": "16GiB",
+    "machine.nodes[3].capacity": "16GiB",
 }
 effective = tiermem.check_config(base, fixed)
 print({n["id"]: n["capacity"] for n in effective["machine"]["nodes"]})
@@ -68,12 +68,12 @@ print({n["id"]: n["capacity"] for n in effective["machine"]["nodes"]})
 # %%
 grid = {
     "kernel.numa.promote_rate_limit_mbps": [16, 64, 256, 1024],
-    "kernel.numa.hot_threshold_ms": [16, 62, 250, 1000],
+    "kernel.numa.hot_threshold_ms": [8, 31, 125, 500],
 }
 metrics = [
     "workloads[0].score_accesses_per_s",
-    "promote_rate_MBps",
-    "demote_rate_MBps",
+    "promote_mbps",
+    "demote_mbps",
     "vmstat.pgpromote_candidate",
     "mean_latency_ns",
 ]
@@ -87,7 +87,7 @@ if __name__ == "__main__":
 # One line per hot threshold; along each line the rate limit grows. Seed 001 (full scale,
 # 2-socket Xeon + Optane) reports 146.9 M accesses/s at 725.6 MB/s with MRU promotion,
 # 165.7 M at 544.0 MB/s with hot-page selection and 162.8 M at 165.2 MB/s with the rate
-# limit. The simulated scores are those of the 1/16-scale model, so compare the shape
+# limit. The simulated scores are those of the 1/32-scale model, so compare the shape
 # (how score and promotion traffic trade off), not absolute values.
 
 # %%
@@ -95,24 +95,24 @@ if __name__ == "__main__":
     fig, (ax_score, ax_rate) = plt.subplots(1, 2, figsize=(13, 4.5))
     plot_sweep(
         df,
-        x="promote_rate_MBps",
+        x="promote_mbps",
         y="workloads[0].score_accesses_per_s",
         group="kernel.numa.hot_threshold_ms",
         ax=ax_score,
         title="pmbench score against promote rate",
-        xlabel="promote rate (MiB/s)",
+        xlabel="promote rate (MB/s)",
         ylabel="score (accesses/s)",
     )
     plot_sweep(
         df,
         x="kernel.numa.promote_rate_limit_mbps",
-        y="promote_rate_MBps",
+        y="promote_mbps",
         group="kernel.numa.hot_threshold_ms",
         ax=ax_rate,
         logx=True,
         title="promote rate against the rate limit",
         xlabel="promote_rate_limit_MBps",
-        ylabel="promote rate (MiB/s)",
+        ylabel="promote rate (MB/s)",
     )
     # The limit caps promotion candidates once DRAM is tight; promotions through the
     # free-space bypass (while DRAM still has room) are not limited, so a run's average

@@ -252,7 +252,6 @@ def check_config(config: ConfigLike, overrides: Overrides = None) -> Dict[str, A
 
 
 #: Bytes per base page: the unit of the page counters in ``vmstat``.
-_PAGE_SIZE = 4096
 
 
 def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Union[int, float, bool]]:
@@ -260,12 +259,9 @@ def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Union[int, float, b
 
     Keys use the path syntax of experiment metrics (``accesses``, ``vmstat.pgfault``,
     ``nodes[1].used_bytes``, ``workloads[0].score_accesses_per_s``); strings (names)
-    are left out; ``null`` (NaN in the simulator's JSON) becomes ``nan``. Two derived
-    rates are added when the run promoted or demoted anything:
-    ``promote_rate_MBps`` and ``demote_rate_MBps``: ``pgpromote_success`` and
-    ``pgdemote_kswapd + pgdemote_direct`` pages times 4 KiB, in MiB (the unit of the
-    kernel's ``numa_balancing_promote_rate_limit_MBps``) per simulated second of the
-    whole run, as the seed-001 "promote rate" column reports them.
+    are left out; ``null`` (NaN in the simulator's JSON) becomes ``nan``. The summary's
+    ``promote_mbps`` and ``demote_mbps`` are the seed-001 "promote rate": pages migrated
+    times 4 KiB, in MB (1e6 B) per simulated second of the whole run.
     """
     out: Dict[str, Union[int, float, bool]] = {}
 
@@ -282,13 +278,6 @@ def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Union[int, float, b
             out[prefix] = value
 
     walk("", summary)
-    seconds = summary.get("sim_seconds") or 0.0
-    vmstat = summary.get("vmstat") or {}
-    if seconds > 0 and "pgpromote_success" in vmstat:
-        out["promote_rate_MBps"] = vmstat["pgpromote_success"] * _PAGE_SIZE / 2**20 / seconds
-    if seconds > 0 and "pgdemote_kswapd" in vmstat:
-        demoted = vmstat["pgdemote_kswapd"] + vmstat.get("pgdemote_direct", 0)
-        out["demote_rate_MBps"] = demoted * _PAGE_SIZE / 2**20 / seconds
     return out
 
 

@@ -218,6 +218,7 @@ class NumaBalancing(_Table):
     promote_rate_limit_mbps: Optional[int] = None
     promotion: Optional[str] = None
     promote_ignore_watermarks: Optional[bool] = None
+    model_scale: Optional[int] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 

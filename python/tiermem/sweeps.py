@@ -3,7 +3,7 @@
 :func:`sweep` runs every point of a grid and returns a pandas DataFrame with one row per
 point: the parameters as columns, then the run's summary flattened by
 :func:`tiermem.flatten_summary` (``accesses``, ``vmstat.pgpromote_success``,
-``workloads[0].score_accesses_per_s``, ``promote_rate_MBps``, ...)::
+``workloads[0].score_accesses_per_s``, ``promote_mbps``, ...)::
 
     import tiermem
 
@@ -32,7 +32,7 @@ The command line front is ``tiermem sweep FILE --out DIR`` (or
     name = "promotion"
     description = "rate limit x hot threshold"
     base = "seed-001-base.toml"       # a config file relative to this file, or a [base] table
-    metrics = ["workloads[0].score_accesses_per_s", "promote_rate_MBps"]   # optional
+    metrics = ["workloads[0].score_accesses_per_s", "promote_mbps"]   # optional
     [set]                              # optional: fixed overrides of every point
     "machine.nodes[0].capacity" = "1GiB"
     [grid]                             # parameter -> list of values; the product is run
@@ -41,7 +41,7 @@ The command line front is ``tiermem sweep FILE --out DIR`` (or
     [[plots]]                          # optional: plots as in an experiment's results.json
     file = "score-vs-promote-rate.png"
     type = "line"
-    x = "promote_rate_MBps"
+    x = "promote_mbps"
     y = "workloads[0].score_accesses_per_s"
     group = "kernel.numa.hot_threshold_ms"
 
