@@ -108,3 +108,6 @@ pub trait DamonOps {
     /// `free_mem_rate`: free pages per thousand of total RAM, or `None` if unreadable.
     fn free_mem_rate_permil(&mut self) -> Option<u64>;
 }
+
+#[cfg(test)]
+mod tests;

@@ -298,10 +298,13 @@ mod tests {
             },
         ];
         let rs = init_regions_from_ranges(&ranges, 10, P);
-        // total 103 pages / 10 = 10 pages per piece: 10 pieces + 1 unsplit small range.
-        assert_eq!(rs.len(), 11);
-        assert_eq!(rs[9].end, 100 * P);
-        assert_eq!(rs[10].size(), 3 * P);
+        // sz = 103 pages / 10 = 10.3 pages (not aligned): 100 pages make 9 pieces of 11
+        // pages, the last absorbing the rest; 3 pages make no piece (one region).
+        assert_eq!(rs.len(), 10);
+        assert_eq!(rs[0].size(), 11 * P);
+        assert_eq!(rs[8].end, 100 * P);
+        assert_eq!(rs[8].size(), 12 * P);
+        assert_eq!(rs[9].size(), 3 * P);
         assert!(rs.windows(2).all(|w| w[0].end <= w[1].start));
     }
 
