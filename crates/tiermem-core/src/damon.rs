@@ -753,6 +753,13 @@ pub struct DamonCosts {
     /// cost of the action (reclaim, migration). Default 300 ns.
     #[serde(default = "d_cost_page")]
     pub action_page_ns: u64,
+    /// Per page an action looks at (folio lookup), including pages it skips. Default 20 ns.
+    #[serde(default = "d_cost_walk")]
+    pub walk_page_ns: u64,
+}
+
+fn d_cost_walk() -> u64 {
+    20
 }
 
 fn d_cost_sample() -> u64 {
@@ -775,6 +782,7 @@ impl Default for DamonCosts {
             aggregate_region_ns: d_cost_aggr(),
             apply_region_ns: d_cost_apply(),
             action_page_ns: d_cost_page(),
+            walk_page_ns: d_cost_walk(),
         }
     }
 }

@@ -18,6 +18,8 @@
 //! println!("{}", result.summary.throughput_accesses_per_s);
 //! ```
 
+pub mod damon;
+pub mod damon_workloads;
 pub mod engine;
 pub mod experiment;
 pub mod kernel;
