@@ -749,17 +749,18 @@ pub struct DamonCosts {
     /// Per region visited per scheme application (pattern match, scoring). Default 30 ns.
     #[serde(default = "d_cost_apply")]
     pub apply_region_ns: u64,
-    /// Per page an action walks (isolation, filter checks), on top of the kernel's own
-    /// cost of the action (reclaim, migration). Default 300 ns.
+    /// Per LRU page an action handles (folio isolation, the rmap walk of the filters),
+    /// on top of the kernel's own cost of the action (reclaim, migration). Default 1 us.
     #[serde(default = "d_cost_page")]
     pub action_page_ns: u64,
-    /// Per page an action looks at (folio lookup), including pages it skips. Default 20 ns.
+    /// Per page an action looks at (pfn to folio lookup), including free pages it skips.
+    /// Default 50 ns.
     #[serde(default = "d_cost_walk")]
     pub walk_page_ns: u64,
 }
 
 fn d_cost_walk() -> u64 {
-    20
+    50
 }
 
 fn d_cost_sample() -> u64 {
@@ -772,7 +773,7 @@ fn d_cost_apply() -> u64 {
     30
 }
 fn d_cost_page() -> u64 {
-    300
+    1000
 }
 
 impl Default for DamonCosts {

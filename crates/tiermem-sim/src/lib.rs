@@ -22,6 +22,7 @@ pub mod damon;
 pub mod damon_workloads;
 pub mod engine;
 pub mod experiment;
+pub mod experiment_damon;
 pub mod kernel;
 pub mod mem;
 pub mod numa;
