@@ -482,3 +482,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn interval_tuning_grows_intervals_when_too_few_accesses_are_seen() {
+    // Nothing is accessed: the score is 0, the adaptation doubles the sampling interval
+    // every `aggrs` aggregations, keeping the samples per aggregation.
+    let mut ops = Mock::new(64 << 20);
+    let mut cfg = ctx_cfg(vec![]);
+    cfg.attrs.intervals_goal = IntervalsGoal {
+        access_bp: 40,
+        aggrs: 3,
+        min_sample_us: 5000,
+        max_sample_us: 20_000,
+    };
+    let mut ctx = DamonCtx::new(&cfg, Default::default(), 1).unwrap();
+    run(&mut ctx, &mut ops, 0, 2_000_000);
+    assert!(ctx.counters.intervals_tunings >= 2);
+    assert_eq!(ctx.attrs().sample_us, 20_000, "clamped at max_sample_us");
+    assert_eq!(ctx.attrs().aggr_us, 20_000 * 20);
+    // Everything accessed: far above the 0.4 % goal, intervals shrink (at most halving).
+    ops.hot = vec![(0, 64 << 20)];
+    let mut cfg2 = cfg.clone();
+    cfg2.attrs.sample_us = 20_000;
+    cfg2.attrs.aggr_us = 400_000;
+    let mut ctx = DamonCtx::new(&cfg2, Default::default(), 1).unwrap();
+    run(&mut ctx, &mut ops, 0, 1_300_000);
+    assert_eq!(ctx.attrs().sample_us, 10_000, "halved once");
+}
