@@ -165,3 +165,25 @@ fn value(text: &str) -> toml::Value {
     tiermem_core::config::resolve_toml(text, "<built-in seed-004>")
         .expect("built-in experiment configs are valid")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermem_core::config::SimConfig;
+
+    #[test]
+    fn both_scales_build_valid_configs_with_the_published_table() {
+        for full in [false, true] {
+            let e = seed_004_damon_reclaim(full);
+            assert_eq!(e.variants.len(), 8);
+            assert_eq!(e.variants[0].name, "orig");
+            for v in &e.variants {
+                let c = SimConfig::from_value(&v.config, "t").unwrap();
+                assert_eq!(c.workloads.len(), SET.len());
+                assert_eq!(c.kernel.damon.reclaim.is_some(), v.name != "orig");
+            }
+            let p = &e.variants[2].published;
+            assert_eq!(p["memory_saving_pct"], 4.55);
+        }
+    }
+}

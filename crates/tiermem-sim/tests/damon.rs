@@ -62,7 +62,7 @@ fn damon_finds_the_known_hot_regions_with_default_attributes() {
     assert!(r >= 0.8, "recall {r}");
 }
 
-fn overhead_run(capacity: &str) -> (u64, u64, usize) {
+fn overhead_run(capacity: &str, max_nr_regions: u32) -> (u64, u64, usize, f64) {
     let text = format!(
         r#"
         duration = "1500ms"
@@ -79,28 +79,38 @@ fn overhead_run(capacity: &str) -> (u64, u64, usize) {
         [[workloads]]
         type = "hotregions"
         size = "256MiB"
-        hot = [{{ offset = "64MiB", size = "16MiB" }}]
+        hot = [{{ offset = "64MiB", size = "16MiB" }}, {{ offset = "128MiB", size = "4MiB" }}, {{ offset = "200MiB", size = "8MiB" }}]
         [[kernel.damon.contexts]]
         ops = "paddr"
+        attrs = {{ max_nr_regions = {max_nr_regions} }}
     "#
     );
     let mut s = sim(&text);
-    s.run(&mut |_| {}).unwrap();
+    let r = s.run(&mut |_| {}).unwrap();
     let k = &s.kdamonds[0];
     (
         k.ctx.counters.max_checks_per_sample,
         k.ctx.counters.samples,
         k.ctx.nr_regions(),
+        r.summary.damon[0].monitor_cpu_percent,
     )
 }
 
 #[test]
 fn access_checks_per_sample_never_exceed_max_nr_regions_whatever_the_memory_size() {
-    for cap in ["1GiB", "64GiB"] {
-        let (max_checks, samples, nr) = overhead_run(cap);
-        println!("{cap}: {samples} samples, at most {max_checks} checks per sample, {nr} regions");
+    for (cap, max) in [("1GiB", 1000), ("64GiB", 1000), ("1GiB", 30), ("64GiB", 30)] {
+        let (max_checks, samples, nr, cpu) = overhead_run(cap, max);
+        println!(
+            "{cap}: {samples} samples, at most {max_checks} checks per sample, {nr} regions, \
+             monitoring {cpu:.3} % of a CPU"
+        );
+        // At most max_nr_regions checks of 60 ns every 5 ms: 1.2 % of a CPU, whatever the size.
+        assert!(cpu <= 1.2 + 0.01, "{cap}: {cpu}");
         assert!(samples > 100);
-        assert!(max_checks <= 1000, "{cap}: {max_checks}");
+        assert!(max_checks <= max as u64, "{cap}: {max_checks} > {max}");
+        if max == 30 {
+            assert!(max_checks > 15, "the bound is reached: {max_checks}");
+        }
         assert!(nr >= 10, "{cap}: {nr}");
     }
 }
