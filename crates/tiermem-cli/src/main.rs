@@ -335,6 +335,29 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::Mlc { name, bandwidth_mbps, latency_ns, .. } => {
                 println!("{name}: MLC {bandwidth_mbps:.1} MB/s at {latency_ns:.1} ns")
             }
+            tiermem_sim::workload::WorkloadResult::Parsec { name, runtime_seconds, complete, .. } => println!(
+                "{name}: runtime {runtime_seconds:.3} s{}",
+                if *complete { "" } else { " (incomplete: raise duration)" }
+            ),
+            tiermem_sim::workload::WorkloadResult::Hotregions { name, accesses, run_seconds } => {
+                println!("{name}: {accesses} accesses in {run_seconds:.2} s")
+            }
+        }
+    }
+    for k in &s.damon {
+        println!(
+            "kdamond {} ({}): {:.2} % of a CPU ({:.2} % monitoring), {} regions",
+            k.name, k.ops, k.cpu_percent, k.monitor_cpu_percent, k.nr_regions
+        );
+        for sc in &k.schemes {
+            println!(
+                "  scheme {}: tried {} B in {} regions, applied {} B, quota exceeded {} times",
+                sc.action,
+                sc.stats.sz_tried,
+                sc.stats.nr_tried,
+                sc.stats.sz_applied,
+                sc.stats.qt_exceeds
+            );
         }
     }
     let interesting = [

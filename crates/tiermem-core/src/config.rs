@@ -134,6 +134,9 @@ pub struct KernelConfig {
     /// CPU costs of kernel paths.
     #[serde(default)]
     pub costs: KernelCosts,
+    /// DAMON contexts and modules (`[kernel.damon]`, see `damon.rs`); none by default.
+    #[serde(default)]
+    pub damon: crate::damon::DamonConfig,
 }
 
 fn default_wsf() -> u32 {
@@ -151,6 +154,7 @@ impl Default for KernelConfig {
             swap: None,
             zram: None,
             costs: KernelCosts::default(),
+            damon: Default::default(),
         }
     }
 }
@@ -379,6 +383,10 @@ pub enum WorkloadConfig {
     Pmbench(PmbenchConfig),
     Stream(StreamConfig),
     Mlc(MlcConfig),
+    /// PARSEC3/SPLASH-2X-shaped workload for the DAMON evaluation.
+    Parsec(crate::damon_workloads::ParsecConfig),
+    /// Synthetic workload with known hot regions.
+    Hotregions(crate::damon_workloads::HotRegionsConfig),
 }
 
 impl WorkloadConfig {
@@ -387,6 +395,8 @@ impl WorkloadConfig {
             WorkloadConfig::Pmbench(_) => "pmbench",
             WorkloadConfig::Stream(_) => "stream",
             WorkloadConfig::Mlc(_) => "mlc",
+            WorkloadConfig::Parsec(_) => "parsec",
+            WorkloadConfig::Hotregions(_) => "hotregions",
         }
     }
 }
@@ -711,6 +721,7 @@ impl SimConfig {
                 ));
             }
         }
+        k.damon.validate(n, self.workloads.len())?;
         let tick = self.sim.tick;
         if tick < SimDuration::from_us(10) || tick > SimDuration::from_ms(100) {
             return Err(ConfigError::invalid(
@@ -877,6 +888,20 @@ impl SimConfig {
                     }
                     check_policy(key("policy"), &m.policy)?;
                 }
+                WorkloadConfig::Parsec(p) => {
+                    p.validate()
+                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
+                    if let Some(c) = p.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                }
+                WorkloadConfig::Hotregions(h) => {
+                    h.validate()
+                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
+                    if let Some(c) = h.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                }
             }
         }
         Ok(())
@@ -901,11 +926,13 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
         "pmbench" => WorkloadConfig::Pmbench(typed(rest, &prefix)?),
         "stream" => WorkloadConfig::Stream(typed(rest, &prefix)?),
         "mlc" => WorkloadConfig::Mlc(typed(rest, &prefix)?),
+        "parsec" => WorkloadConfig::Parsec(typed(rest, &prefix)?),
+        "hotregions" => WorkloadConfig::Hotregions(typed(rest, &prefix)?),
         other => {
             return Err(ConfigError::invalid(
                 format!("{prefix}.type"),
                 format!(
-                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\" or \"mlc\""
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"parsec\" or \"hotregions\""
                 ),
             ))
         }

@@ -24,6 +24,8 @@
 //! ```
 
 pub mod config;
+pub mod damon;
+pub mod damon_workloads;
 pub mod mempolicy;
 pub mod presets;
 pub mod timing;

@@ -17,7 +17,7 @@ use crate::workload::{
     self, Access, Generator, Step, ThreadReport, WorkloadResult, K_NTWRITE, K_STREAM, NR_KINDS,
 };
 use crate::SimError;
-use rand_core::SeedableRng;
+use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::{SplitMix64, Xoshiro256PlusPlus};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -149,6 +149,12 @@ pub struct Summary {
     pub oom_killed: Vec<String>,
     pub vmstat: BTreeMap<String, u64>,
     pub workloads: Vec<WorkloadResult>,
+    /// System-wide used memory (present − free, all nodes, incl. the zram pool) averaged
+    /// over the timeline rows: the seed-004 `memused.avg`.
+    pub memused_avg_bytes: f64,
+    /// kdamonds (present when `[kernel.damon]` configures any).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damon: Vec<crate::damon::KdamondSummary>,
 }
 
 /// Progress of a run, reported to the caller's callback.
@@ -189,6 +195,11 @@ pub struct Simulation {
     sample_read: Vec<u64>,
     sample_write: Vec<u64>,
     sample_lat: (u128, u64),
+    /// kdamonds (`[kernel.damon]`) and the workload of each process (memcg-like groups).
+    pub kdamonds: Vec<crate::damon::Kdamond>,
+    proc_workload: Vec<usize>,
+    /// Σ over timeline rows of used memory (all nodes, incl. the zram pool), pages.
+    memused_sum: (u128, u64),
 }
 
 /// How many accesses ahead the hot loop prefetches page-table entries: the batch is
@@ -280,7 +291,33 @@ impl Simulation {
             let tid = kernel.numa_register_task(th.proc, th.cpu_node, SimTime(th.clock));
             debug_assert_eq!(tid, i);
         }
+        let mut proc_workload = vec![usize::MAX; kernel.procs.len()];
+        for th in &threads {
+            proc_workload[th.proc as usize] = th.spec_workload;
+        }
+        let bases = crate::damon::node_bases(&kernel);
+        let node_range = |n: NodeId| tiermem_core::damon::AddrRange {
+            start: bases[n.idx()],
+            end: bases[n.idx()] + kernel.nodes[n.idx()].present * PAGE_SIZE,
+        };
+        let mut kdamonds = Vec::new();
+        for (i, nc) in tiermem_damon::modules::contexts(&cfg.kernel.damon, node_range)
+            .iter()
+            .enumerate()
+        {
+            let seed = mix_seed(cfg.seed, 0xDA30, i as u64).next_u64();
+            kdamonds.push(crate::damon::Kdamond::new(
+                nc,
+                &kernel,
+                &proc_workload,
+                &cfg.kernel.damon.costs,
+                seed,
+            )?);
+        }
         let mut sim = Simulation {
+            kdamonds,
+            proc_workload,
+            memused_sum: (0, 0),
             cfg: cfg.clone(),
             kernel,
             timing: TimingModel::new(curves),
@@ -386,6 +423,15 @@ impl Simulation {
                 if self.kernel.kswapd[n].awake {
                     self.kernel.run_kswapd(n, SimTime(stop));
                 }
+            }
+            // kdamonds catch up (their CPU time is their own).
+            for k in &mut self.kdamonds {
+                k.run_until(
+                    &mut self.kernel,
+                    &self.proc_workload,
+                    &self.cfg.kernel.damon.costs,
+                    stop / 1_000_000,
+                );
             }
             // Barriers: release a group when every unfinished member waits.
             let mut released = false;
@@ -676,6 +722,9 @@ impl Simulation {
             .iter()
             .map(|&v| self.kernel.vmstat.total(v))
             .collect();
+        let used: u64 = self.kernel.nodes.iter().map(|n| n.present - n.free).sum();
+        self.memused_sum.0 += used as u128;
+        self.memused_sum.1 += 1;
         let mean_lat = if self.sample_lat.1 > 0 {
             self.sample_lat.0 as f64 / self.sample_lat.1 as f64 / 1e3
         } else {
@@ -817,6 +866,12 @@ impl Simulation {
                 .collect(),
             vmstat,
             workloads,
+            memused_avg_bytes: if self.memused_sum.1 > 0 {
+                (self.memused_sum.0 * PAGE_SIZE as u128) as f64 / self.memused_sum.1 as f64
+            } else {
+                0.0
+            },
+            damon: crate::damon::summaries(&self.kdamonds, SimTime(self.now).secs_f64()),
         };
         SimResult {
             summary,

@@ -48,6 +48,10 @@ pub enum Derive {
     /// Loaded-latency check: the curve's latency at the measured bandwidth of `node`, and
     /// the relative error of the measured latency against it.
     LoadedLatencyCurve { node: usize, read_fraction: f64 },
+    /// Against an earlier variant (the baseline): `memory_saving_pct` (memused.avg),
+    /// `slowdown_pct` (mean over workloads with a runtime), and kdamond CPU
+    /// (`damon_cpu_pct`, `damon_monitor_cpu_pct`).
+    RelativeToBaseline { baseline: String },
 }
 
 /// A plot request, rendered by the Python package.
@@ -201,6 +205,7 @@ pub fn builtins() -> Vec<(&'static str, &'static str)> {
         ("stream-placement", "STREAM bound to each node of the seed-002 DDR5 + CXL machine, against the published rates"),
         ("seed-001-hot-page-selection", "Seed 001: MRU base, hot-page selection, rate limit and auto threshold on DRAM + Optane (pmbench 80:20)"),
         ("seed-000-tiering", "Seed 000: NUMA balancing off / NORMAL / memory tiering on DRAM + Optane, and the rejected choice a"),
+        ("seed-004-damon-reclaim", "DAMON_RECLAIM with time quotas and prioritisation on PARSEC3/SPLASH-2X-shaped workloads (reduced scale; -full for full scale), against the RFC's table"),
     ]
 }
 
@@ -211,6 +216,10 @@ pub fn builtin(name: &str) -> Option<Experiment> {
         "stream-placement" => Some(stream_placement()),
         "seed-001-hot-page-selection" => Some(crate::exp_tiering::seed_001()),
         "seed-000-tiering" => Some(crate::exp_tiering::seed_000()),
+        "seed-004-damon-reclaim" => Some(crate::experiment_damon::seed_004_damon_reclaim(false)),
+        "seed-004-damon-reclaim-full" => {
+            Some(crate::experiment_damon::seed_004_damon_reclaim(true))
+        }
         _ => None,
     }
 }
@@ -722,6 +731,46 @@ pub fn run(
                         (bw - bsat) / bsat
                     };
                     metrics.insert("curve_error_pct".into(), err * 100.0);
+                }
+                Derive::RelativeToBaseline { baseline } => {
+                    let Some(b) = results
+                        .iter()
+                        .find(|r: &&VariantResult| &r.name == baseline)
+                    else {
+                        continue;
+                    };
+                    let bv: serde_json::Value =
+                        serde_json::from_str(&b.summary_json).expect("valid json");
+                    let bm = metric(&bv, "memused_avg_bytes").unwrap_or(0.0);
+                    let vm = metric(&sv, "memused_avg_bytes").unwrap_or(0.0);
+                    if bm > 0.0 {
+                        metrics.insert("memory_saving_pct".into(), (bm - vm) / bm * 100.0);
+                    }
+                    let (mut sum, mut n) = (0.0, 0);
+                    for i in 0.. {
+                        let key = format!("workloads[{i}].runtime_seconds");
+                        let (Some(x), Some(y)) = (metric(&sv, &key), metric(&bv, &key)) else {
+                            break;
+                        };
+                        if y > 0.0 {
+                            sum += x / y - 1.0;
+                            n += 1;
+                        }
+                    }
+                    if n > 0 {
+                        metrics.insert("slowdown_pct".into(), sum / n as f64 * 100.0);
+                    }
+                    let (mut cpu, mut mon) = (0.0, 0.0);
+                    for i in 0.. {
+                        let Some(c) = metric(&sv, &format!("damon[{i}].cpu_percent")) else {
+                            break;
+                        };
+                        cpu += c;
+                        mon +=
+                            metric(&sv, &format!("damon[{i}].monitor_cpu_percent")).unwrap_or(0.0);
+                    }
+                    metrics.insert("damon_cpu_pct".into(), cpu);
+                    metrics.insert("damon_monitor_cpu_pct".into(), mon);
                 }
             }
         }

@@ -729,15 +729,25 @@ impl Kernel {
 
     /// `folio_referenced` for an anonymous page with one mapping: test and clear the PTE's
     /// accessed bit. Returns the number of referencing PTEs (0 or 1).
+    /// With DAMON sampling, the page-idle flags take part as in `folio_referenced_one`: a
+    /// reference clears `PG_idle`, and `PG_young` (left by DAMON's mkold) counts as one.
     fn folio_referenced(&mut self, n: usize, pfn: u32) -> u32 {
         let f = self.nodes[n].frames[pfn as usize];
         let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
+        let mut refs = 0;
         if *pte & PTE_ACCESSED != 0 {
             *pte &= !PTE_ACCESSED;
-            1
-        } else {
-            0
+            refs = 1;
         }
+        let fl = &mut self.nodes[n].frames[pfn as usize].flags;
+        if *fl & F_YOUNG != 0 {
+            *fl &= !F_YOUNG;
+            refs = 1;
+        }
+        if refs > 0 {
+            *fl &= !F_IDLE;
+        }
+        refs
     }
 
     /// `shrink_active_list`: move pages from the tail of the active list to the inactive
@@ -903,7 +913,7 @@ impl Kernel {
         let new_pfn = self.nodes[dst].take_frame(f.owner, f.vpn);
         {
             let nf = &mut self.nodes[dst].frames[new_pfn as usize];
-            nf.flags = f.flags & F_REFERENCED;
+            nf.flags = f.flags & (F_REFERENCED | F_IDLE | F_YOUNG); // folio_migrate_flags keeps idle/young too
             nf.atime = f.atime;
         }
         // remove_migration_pte rebuilds the PTE from the VMA's protection: the NUMA hint is lost.
@@ -936,7 +946,7 @@ impl Kernel {
 
     /// `pageout` via `add_to_swap`: zram first (higher swap priority), then the swap device.
     /// Returns the cost, or `None` when no swap space is left.
-    fn swap_out(&mut self, n: usize, pfn: u32) -> Option<SimDuration> {
+    pub(crate) fn swap_out(&mut self, n: usize, pfn: u32) -> Option<SimDuration> {
         let f = self.nodes[n].frames[pfn as usize];
         let mut cost = self.cfg.costs.reclaim_unmap_page;
         let new_pte;

@@ -18,9 +18,12 @@
 //! println!("{}", result.summary.throughput_accesses_per_s);
 //! ```
 
+pub mod damon;
+pub mod damon_workloads;
 pub mod engine;
 mod exp_tiering;
 pub mod experiment;
+pub mod experiment_damon;
 pub mod kernel;
 pub mod mem;
 pub mod numa;

@@ -64,6 +64,11 @@ pub const F_LRU_INACTIVE: u8 = 1;
 pub const F_LRU_ACTIVE: u8 = 2;
 /// Frame flag: `PG_referenced` (software second-chance bit).
 pub const F_REFERENCED: u8 = 4;
+/// Frame flag: page-idle `PG_idle`, set by DAMON's mkold; any later reference clears it.
+pub const F_IDLE: u8 = 8;
+/// Frame flag: page-idle `PG_young`, set when DAMON clears a young PTE so that reclaim's
+/// `folio_referenced` still counts the access.
+pub const F_YOUNG: u8 = 16;
 
 /// One physical page frame.
 #[derive(Clone, Copy, Debug)]

@@ -61,6 +61,8 @@ pub enum Generator {
     Stream(StreamGen),
     MlcBw(MlcBwGen),
     MlcLat(MlcLatGen),
+    Parsec(crate::damon_workloads::ParsecGen),
+    HotRegions(crate::damon_workloads::HotRegionsGen),
 }
 
 impl Generator {
@@ -72,6 +74,8 @@ impl Generator {
             Generator::Stream(g) => g.next(out),
             Generator::MlcBw(g) => g.next(out),
             Generator::MlcLat(g) => g.next(rng, out),
+            Generator::Parsec(g) => g.next(rng, out),
+            Generator::HotRegions(g) => g.next(rng, out),
         }
     }
 }
@@ -719,6 +723,56 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                     });
                 }
             }
+            WorkloadConfig::Parsec(p) => {
+                let name = p.name.clone().unwrap_or_else(|| format!("parsec{wi}"));
+                let cpu = p.cpu_node.unwrap_or(first_cpu);
+                let pages = p.rss.pages_ceil().0 as u32;
+                let proc = kernel.add_process(
+                    name,
+                    cpu,
+                    Default::default(),
+                    crate::damon_workloads::vmas(pages),
+                );
+                threads.push(ThreadSpec {
+                    workload: wi,
+                    proc,
+                    cpu_node: cpu,
+                    mlp: 1,
+                    cpu_per_access: p.cpu_per_access,
+                    cpu_per_line: SimDuration::ZERO,
+                    cpu_per_line_from_run: false,
+                    start: p.start,
+                    run_duration: None,
+                    barrier_group: None,
+                    generator: Generator::Parsec(crate::damon_workloads::ParsecGen::new(p)),
+                    latency_probe: false,
+                });
+            }
+            WorkloadConfig::Hotregions(h) => {
+                let name = h.name.clone().unwrap_or_else(|| format!("hotregions{wi}"));
+                let cpu = h.cpu_node.unwrap_or(first_cpu);
+                let pages = h.size.pages_ceil().0 as u32;
+                let proc = kernel.add_process(
+                    name,
+                    cpu,
+                    Default::default(),
+                    crate::damon_workloads::vmas(pages),
+                );
+                threads.push(ThreadSpec {
+                    workload: wi,
+                    proc,
+                    cpu_node: cpu,
+                    mlp: 1,
+                    cpu_per_access: h.cpu_per_access,
+                    cpu_per_line: SimDuration::ZERO,
+                    cpu_per_line_from_run: false,
+                    start: h.start,
+                    run_duration: h.duration,
+                    barrier_group: None,
+                    generator: Generator::HotRegions(crate::damon_workloads::HotRegionsGen::new(h)),
+                    latency_probe: false,
+                });
+            }
         }
     }
     threads
@@ -773,6 +827,20 @@ pub enum WorkloadResult {
         bandwidth_mbps: f64,
         /// Mean loaded latency seen by the latency thread, ns.
         latency_ns: f64,
+    },
+    Parsec {
+        name: String,
+        shape: String,
+        /// Time from start to the end of the fixed work (the seed's `runtime`).
+        runtime_seconds: f64,
+        /// Whether the work finished within the simulation.
+        complete: bool,
+        accesses: u64,
+    },
+    Hotregions {
+        name: String,
+        accesses: u64,
+        run_seconds: f64,
     },
 }
 
@@ -850,6 +918,32 @@ pub fn results(
             WorkloadConfig::Mlc(m) => {
                 group += 1;
                 out.push(mlc_result(m, wi, &rs))
+            }
+            WorkloadConfig::Parsec(p) => {
+                let r = rs.first();
+                let secs = r
+                    .and_then(|r| r.run_start.zip(r.run_end))
+                    .map_or(0.0, |(s, e)| e.since(s).secs_f64());
+                let complete = r.is_some_and(|r| {
+                    r.run_accesses >= crate::damon_workloads::ParsecGen::total_accesses(p)
+                });
+                out.push(WorkloadResult::Parsec {
+                    name: p.name.clone().unwrap_or_else(|| format!("parsec{wi}")),
+                    shape: format!("{:?}", p.shape),
+                    runtime_seconds: secs,
+                    complete,
+                    accesses: r.map_or(0, |r| r.run_accesses),
+                });
+            }
+            WorkloadConfig::Hotregions(h) => {
+                let r = rs.first();
+                out.push(WorkloadResult::Hotregions {
+                    name: h.name.clone().unwrap_or_else(|| format!("hotregions{wi}")),
+                    accesses: r.map_or(0, |r| r.run_accesses),
+                    run_seconds: r
+                        .and_then(|r| r.run_start.zip(r.run_end))
+                        .map_or(0.0, |(s, e)| e.since(s).secs_f64()),
+                });
             }
         }
     }

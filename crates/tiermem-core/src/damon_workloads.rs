@@ -1,0 +1,204 @@
+//! Workloads for the DAMON evaluation (`workload-models.md` §6): PARSEC3/SPLASH-2X-shaped
+//! access models and a synthetic workload with known hot regions.
+
+use crate::units::{Bytes, NodeId, SimDuration, PAGE_SIZE};
+use serde::{Deserialize, Serialize};
+
+/// The phase shapes of `workload-models.md` §6.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParsecShape {
+    /// First touch at rss/(0.3·runtime) per second; each page stays hot for `hot_window`
+    /// after it is created; a `1 − cold_frac` share of the footprint stays warm throughout.
+    GrowThenCold,
+    /// A hot `hot_frac` of the footprint takes most accesses; the rest is touched sparsely
+    /// and uniformly.
+    HotSparse,
+    /// Every page swept sequentially, `phases` times per run.
+    Sweep,
+}
+
+/// `type = "parsec"`: a PARSEC3/SPLASH-2X-shaped single-threaded workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParsecConfig {
+    /// Name in reports (e.g. `splash2x/radiosity`). Default `parsec<i>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub shape: ParsecShape,
+    /// Resident set size. Default 256 MiB.
+    #[serde(default = "d_rss")]
+    pub rss: Bytes,
+    /// Nominal runtime without interference: sets the amount of work. Default 10 s.
+    #[serde(default = "d_runtime")]
+    pub runtime: SimDuration,
+    /// Fraction of the footprint idle for long periods (the published RSS cut). Default 0.5.
+    #[serde(default = "d_cold")]
+    pub cold_frac: f64,
+    /// grow_then_cold: how long a new page stays hot. Default 5 s.
+    #[serde(default = "d_window")]
+    pub hot_window: SimDuration,
+    /// hot_sparse: the hot fraction of the footprint. Default 0.05.
+    #[serde(default = "d_hot_frac")]
+    pub hot_frac: f64,
+    /// Share of accesses that go to the hot part (recent pages, hot set). Default 0.9.
+    #[serde(default = "d_hot_share")]
+    pub hot_share: f64,
+    /// sweep: passes over the footprint per run. Default 10.
+    #[serde(default = "d_phases")]
+    pub phases: u32,
+    /// CPU time per access. Default 100 ns.
+    #[serde(default = "d_cpa")]
+    pub cpu_per_access: SimDuration,
+    /// Default: the first node with CPUs.
+    #[serde(default)]
+    pub cpu_node: Option<NodeId>,
+    /// Default 0.
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+/// One hot range of a [`HotRegionsConfig`], relative to the start of the data VMA.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotRange {
+    pub offset: Bytes,
+    pub size: Bytes,
+}
+
+/// `type = "hotregions"`: uniform accesses to known hot ranges of a large data area, a
+/// small share of uniform accesses to the rest (the ground truth for accuracy tests).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotRegionsConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Data area size. Default 1 GiB.
+    #[serde(default = "d_size")]
+    pub size: Bytes,
+    /// The hot ranges. Default: 64 MiB at 256 MiB and 32 MiB at 768 MiB.
+    #[serde(default = "d_hot")]
+    pub hot: Vec<HotRange>,
+    /// Share of accesses to the cold remainder. Default 0.02.
+    #[serde(default = "d_cold_share")]
+    pub cold_share: f64,
+    /// Write the whole area first (so every page is resident). Default true.
+    #[serde(default = "d_true")]
+    pub initialize: bool,
+    /// Default 100 ns.
+    #[serde(default = "d_cpa")]
+    pub cpu_per_access: SimDuration,
+    #[serde(default)]
+    pub cpu_node: Option<NodeId>,
+    /// Run for this long after initialisation; default: until the end of the simulation.
+    #[serde(default)]
+    pub duration: Option<SimDuration>,
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+fn d_rss() -> Bytes {
+    Bytes::mib(256)
+}
+fn d_runtime() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn d_cold() -> f64 {
+    0.5
+}
+fn d_window() -> SimDuration {
+    SimDuration::from_secs(5)
+}
+fn d_hot_frac() -> f64 {
+    0.05
+}
+fn d_hot_share() -> f64 {
+    0.9
+}
+fn d_phases() -> u32 {
+    10
+}
+fn d_cpa() -> SimDuration {
+    SimDuration::from_ns(100)
+}
+fn d_size() -> Bytes {
+    Bytes::gib(1)
+}
+fn d_hot() -> Vec<HotRange> {
+    vec![
+        HotRange {
+            offset: Bytes::mib(256),
+            size: Bytes::mib(64),
+        },
+        HotRange {
+            offset: Bytes::mib(768),
+            size: Bytes::mib(32),
+        },
+    ]
+}
+fn d_cold_share() -> f64 {
+    0.02
+}
+fn d_true() -> bool {
+    true
+}
+
+impl ParsecConfig {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let e = |k: &str, m: &str| Err((k.to_string(), m.to_string()));
+        if self.rss.0 < 16 * PAGE_SIZE || self.rss.pages_ceil().0 > u32::MAX as u64 / 4 {
+            return e("rss", "must be within 64KiB..4TiB");
+        }
+        if self.runtime.0 == 0 {
+            return e("runtime", "must be positive");
+        }
+        for (k, v) in [
+            ("cold_frac", self.cold_frac),
+            ("hot_frac", self.hot_frac),
+            ("hot_share", self.hot_share),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return e(k, "must be within 0..1");
+            }
+        }
+        if self.phases == 0 {
+            return e("phases", "must be positive");
+        }
+        if self.cpu_per_access.0 == 0 {
+            return e("cpu_per_access", "must be positive");
+        }
+        Ok(())
+    }
+}
+
+impl HotRegionsConfig {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let e = |k: &str, m: &str| Err((k.to_string(), m.to_string()));
+        if self.size.0 < 16 * PAGE_SIZE || self.size.pages_ceil().0 > u32::MAX as u64 / 4 {
+            return e("size", "must be within 64KiB..4TiB");
+        }
+        if self.hot.is_empty() {
+            return e("hot", "needs at least one hot range");
+        }
+        for (i, h) in self.hot.iter().enumerate() {
+            if h.size.0 < PAGE_SIZE || h.offset.0 + h.size.0 > self.size.0 {
+                return e(&format!("hot[{i}]"), "must lie within size and hold a page");
+            }
+        }
+        if !(0.0..=1.0).contains(&self.cold_share) {
+            return e("cold_share", "must be within 0..1");
+        }
+        if self.cpu_per_access.0 == 0 {
+            return e("cpu_per_access", "must be positive");
+        }
+        Ok(())
+    }
+
+    /// Whether a page of the data area is in a hot range (the ground truth).
+    pub fn is_hot_page(&self, page: u64) -> bool {
+        let b = page * PAGE_SIZE;
+        self.hot
+            .iter()
+            .any(|h| b >= h.offset.0 && b < h.offset.0 + h.size.0)
+    }
+}

@@ -1,0 +1,602 @@
+//! DAMON in the simulated kernel: the vaddr and paddr operations over the simulator's
+//! page tables and frames (`mm/damon/vaddr.c`, `paddr.c`, `ops-common.c`), and the
+//! kdamonds the engine runs (the engine itself is `tiermem-damon`).
+//!
+//! Sampling uses the page-idle mechanism as the kernel does, so that reclaim and NUMA
+//! balancing keep working on the same accessed bits: `mkold` (`damon_ptep_mkold`) clears
+//! the PTE's accessed bit but sets the frame's `PG_young` so reclaim's `folio_referenced`
+//! still sees the access, and sets `PG_idle`; a check reports an access if the PTE is
+//! young again or the frame is no longer idle (reclaim saw a reference since).
+//!
+//! Physical addresses: node `n`'s frames are `[base_n, base_n + capacity_n)`, nodes laid
+//! out one after another from 0 in node order; a frame not yet handed out or free is a
+//! non-LRU page (never accessed, skipped by actions).
+
+use crate::kernel::Kernel;
+use crate::mem::*;
+use crate::vmstat::Vm;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tiermem_core::damon::{
+    AddrRange, DamonCosts, DamosAction, FilterConfig, FilterType, GoalMetric, OpsKind,
+};
+use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SIZE};
+use tiermem_damon::ctx::DamonCtx;
+use tiermem_damon::modules::NamedContext;
+use tiermem_damon::{ApplyResult, DamonOps, OpsFilters};
+
+/// Physical base address of each node.
+pub fn node_bases(kernel: &Kernel) -> Vec<u64> {
+    let mut b = 0;
+    kernel
+        .nodes
+        .iter()
+        .map(|n| {
+            let base = b;
+            b += n.present * PAGE_SIZE;
+            base
+        })
+        .collect()
+}
+
+/// One kdamond of the simulated kernel.
+pub struct Kdamond {
+    pub name: String,
+    pub ctx: DamonCtx,
+    /// vaddr: the target processes.
+    pub procs: Vec<u16>,
+    /// paddr: the monitored ranges.
+    pub ranges: Vec<AddrRange>,
+    /// Next time to run, us.
+    pub next_us: u64,
+    pub stopped: bool,
+}
+
+impl Kdamond {
+    /// Build a kdamond for a context; `proc_workload[p]` is the workload of process `p`.
+    pub fn new(
+        nc: &NamedContext,
+        kernel: &Kernel,
+        proc_workload: &[usize],
+        costs: &DamonCosts,
+        seed: u64,
+    ) -> Result<Kdamond, tiermem_core::ConfigError> {
+        let ctx = DamonCtx::new(&nc.cfg, costs.clone(), seed).map_err(|e| {
+            tiermem_core::ConfigError::invalid(format!("kernel.damon ({})", nc.name), e.0)
+        })?;
+        let procs = match nc.cfg.ops {
+            OpsKind::Vaddr => (0..proc_workload.len())
+                .filter(|&p| nc.cfg.target_workloads.contains(&proc_workload[p]))
+                .map(|p| p as u16)
+                .collect(),
+            OpsKind::Paddr => Vec::new(),
+        };
+        let ranges = if nc.cfg.regions.is_empty() {
+            let total: u64 = kernel.nodes.iter().map(|n| n.present * PAGE_SIZE).sum();
+            vec![AddrRange {
+                start: 0,
+                end: total,
+            }]
+        } else {
+            nc.cfg.regions.clone()
+        };
+        Ok(Kdamond {
+            name: nc.name.clone(),
+            ctx,
+            procs,
+            ranges,
+            next_us: 0,
+            stopped: false,
+        })
+    }
+
+    /// Run until simulated time `until_us`.
+    pub fn run_until(
+        &mut self,
+        kernel: &mut Kernel,
+        proc_workload: &[usize],
+        costs: &DamonCosts,
+        until_us: u64,
+    ) {
+        if self.stopped {
+            return;
+        }
+        let bases = node_bases(kernel);
+        while self.next_us < until_us {
+            let mut ops = SimOps {
+                kernel: &mut *kernel,
+                kind: self.ctx.ops_kind(),
+                procs: &self.procs,
+                ranges: &self.ranges,
+                bases: &bases,
+                proc_workload,
+                costs,
+                now: SimTime(self.next_us * 1_000_000),
+            };
+            match self.ctx.step(self.next_us, &mut ops) {
+                Some(n) => self.next_us = n.max(self.next_us + 1),
+                None => {
+                    self.stopped = true;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The DAMON operations over the simulated kernel for one context.
+pub struct SimOps<'a> {
+    pub kernel: &'a mut Kernel,
+    pub kind: OpsKind,
+    pub procs: &'a [u16],
+    pub ranges: &'a [AddrRange],
+    pub bases: &'a [u64],
+    pub proc_workload: &'a [usize],
+    pub costs: &'a DamonCosts,
+    pub now: SimTime,
+}
+
+/// Where an address lands.
+#[derive(Clone, Copy)]
+enum Page {
+    /// A present page: node and frame.
+    Frame(usize, u32),
+    /// vaddr: a non-present PTE (process, pte index).
+    NotPresent(u16, u32),
+    /// Nothing there (hole, free or unallocated frame).
+    None,
+}
+
+impl SimOps<'_> {
+    fn vaddr_pte(&self, target: usize, addr: u64) -> Option<(u16, u32)> {
+        let p = *self.procs.get(target)?;
+        let proc_ = &self.kernel.procs[p as usize];
+        let v = proc_
+            .vmas
+            .iter()
+            .find(|v| addr >= v.start && addr < v.start + v.pages as u64 * PAGE_SIZE)?;
+        Some((p, v.pte_base + ((addr - v.start) / PAGE_SIZE) as u32))
+    }
+
+    fn page_at(&self, target: usize, addr: u64) -> Page {
+        match self.kind {
+            OpsKind::Vaddr => {
+                let Some((p, idx)) = self.vaddr_pte(target, addr) else {
+                    return Page::None;
+                };
+                let pte = self.kernel.procs[p as usize].ptes[idx as usize];
+                if pte & PTE_PRESENT != 0 {
+                    Page::Frame(pte_node(pte), pte_pfn(pte))
+                } else {
+                    Page::NotPresent(p, idx)
+                }
+            }
+            OpsKind::Paddr => {
+                let n = match self.bases.iter().rposition(|&b| b <= addr) {
+                    Some(n) => n,
+                    None => return Page::None,
+                };
+                let pfn = (addr - self.bases[n]) / PAGE_SIZE;
+                let node = &self.kernel.nodes[n];
+                if pfn >= node.present || pfn >= node.frames.len() as u64 {
+                    return Page::None;
+                }
+                let f = &node.frames[pfn as usize];
+                if f.owner == OWNER_FREE || node.lru_of(pfn as u32).is_none() {
+                    return Page::None;
+                }
+                Page::Frame(n, pfn as u32)
+            }
+        }
+    }
+
+    fn pte_mut(&mut self, n: usize, pfn: u32) -> &mut u64 {
+        let f = self.kernel.nodes[n].frames[pfn as usize];
+        &mut self.kernel.procs[f.owner as usize].ptes[f.vpn as usize]
+    }
+
+    /// `damon_ptep_mkold` + `folio_set_idle`.
+    fn mkold(&mut self, n: usize, pfn: u32) {
+        let pte = self.pte_mut(n, pfn);
+        let was_young = *pte & PTE_ACCESSED != 0;
+        *pte &= !PTE_ACCESSED;
+        let fl = &mut self.kernel.nodes[n].frames[pfn as usize].flags;
+        if was_young {
+            *fl |= F_YOUNG;
+        }
+        *fl |= F_IDLE;
+    }
+
+    /// `damon_folio_young`: PTE young or no longer idle.
+    fn young(&mut self, n: usize, pfn: u32) -> bool {
+        let f = self.kernel.nodes[n].frames[pfn as usize];
+        let pte = self.kernel.procs[f.owner as usize].ptes[f.vpn as usize];
+        pte & PTE_ACCESSED != 0 || f.flags & F_IDLE == 0
+    }
+
+    /// Whether a frame has a filter's property (the young filter checks and clears).
+    fn has_property(&mut self, f: &FilterConfig, n: usize, pfn: u32) -> bool {
+        match f.kind {
+            // Every simulated page is anonymous.
+            FilterType::Anon => true,
+            FilterType::Active => self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon),
+            FilterType::Memcg => {
+                let owner = self.kernel.nodes[n].frames[pfn as usize].owner as usize;
+                self.proc_workload.get(owner).map(|&w| w as u32) == f.memcg
+            }
+            FilterType::Young => {
+                let y = self.young(n, pfn);
+                if y {
+                    self.mkold(n, pfn);
+                }
+                y
+            }
+            // Core filters never reach the ops.
+            FilterType::Addr | FilterType::Target => false,
+        }
+    }
+
+    /// The pages of `[start, end)`, page by page.
+    fn pages(&self, start: u64, end: u64) -> impl Iterator<Item = u64> {
+        (start / PAGE_SIZE..end.div_ceil(PAGE_SIZE)).map(|p| p * PAGE_SIZE)
+    }
+
+    fn node_free_above(&self, d: usize, mark: u64) -> bool {
+        self.kernel.nodes[d].free > mark
+    }
+}
+
+impl DamonOps for SimOps<'_> {
+    fn kind(&self) -> OpsKind {
+        self.kind
+    }
+
+    fn nr_targets(&self) -> usize {
+        match self.kind {
+            OpsKind::Vaddr => self.procs.len(),
+            OpsKind::Paddr => 1,
+        }
+    }
+
+    fn target_valid(&self, target: usize) -> bool {
+        match self.kind {
+            OpsKind::Vaddr => self
+                .procs
+                .get(target)
+                .is_some_and(|&p| self.kernel.procs[p as usize].alive),
+            OpsKind::Paddr => true,
+        }
+    }
+
+    fn target_ranges(&mut self, target: usize) -> Vec<AddrRange> {
+        match self.kind {
+            OpsKind::Vaddr => {
+                let Some(&p) = self.procs.get(target) else {
+                    return Vec::new();
+                };
+                self.kernel.procs[p as usize]
+                    .vmas
+                    .iter()
+                    .map(|v| AddrRange {
+                        start: v.start,
+                        end: v.start + v.pages as u64 * PAGE_SIZE,
+                    })
+                    .collect()
+            }
+            OpsKind::Paddr => self.ranges.to_vec(),
+        }
+    }
+
+    fn prepare_access_check(&mut self, target: usize, addr: u64) {
+        if let Page::Frame(n, pfn) = self.page_at(target, addr) {
+            self.mkold(n, pfn);
+        }
+    }
+
+    fn check_access(&mut self, target: usize, addr: u64) -> bool {
+        match self.page_at(target, addr) {
+            Page::Frame(n, pfn) => self.young(n, pfn),
+            _ => false,
+        }
+    }
+
+    fn apply(
+        &mut self,
+        target: usize,
+        action: DamosAction,
+        target_nid: Option<NodeId>,
+        start: u64,
+        end: u64,
+        filters: &OpsFilters<'_>,
+    ) -> ApplyResult {
+        let c = self.costs.clone();
+        let mut res = ApplyResult::default();
+        let mut cost = SimDuration::ZERO;
+        // paddr pageout adds a young reject filter unless the scheme has a young filter.
+        let mut fl: Vec<FilterConfig> = filters.filters.to_vec();
+        if self.kind == OpsKind::Paddr
+            && action == DamosAction::Pageout
+            && !fl.iter().any(|f| f.kind == FilterType::Young)
+        {
+            fl.push(FilterConfig {
+                kind: FilterType::Young,
+                matching: true,
+                allow: false,
+                memcg: None,
+                addr: None,
+                target_idx: None,
+            });
+        }
+        let of = OpsFilters {
+            filters: &fl,
+            core_allowed: filters.core_allowed,
+            default_reject: filters.default_reject,
+        };
+        if action == DamosAction::Stat && fl.is_empty() {
+            return res;
+        }
+        let vaddr_madvise = self.kind == OpsKind::Vaddr
+            && matches!(
+                action,
+                DamosAction::Pageout
+                    | DamosAction::Cold
+                    | DamosAction::Willneed
+                    | DamosAction::Hugepage
+                    | DamosAction::Nohugepage
+            );
+        if self.kind == OpsKind::Paddr
+            && matches!(
+                action,
+                DamosAction::Willneed
+                    | DamosAction::Cold
+                    | DamosAction::Hugepage
+                    | DamosAction::Nohugepage
+            )
+        {
+            // Not supported by paddr: nothing applied.
+            return res;
+        }
+        if self.kind == OpsKind::Vaddr
+            && matches!(action, DamosAction::LruPrio | DamosAction::LruDeprio)
+        {
+            return res;
+        }
+        let mut walked = 0u64;
+        let mut isolated = 0u64;
+        let mut applied_pages = 0u64;
+        for addr in self.pages(start, end) {
+            walked += 1;
+            let page = self.page_at(target, addr);
+            if action == DamosAction::Willneed {
+                // MADV_WILLNEED: read swapped pages back (swap readahead).
+                if let Page::NotPresent(p, idx) = page {
+                    let pte = self.kernel.procs[p as usize].ptes[idx as usize];
+                    if pte & (PTE_SWAP | PTE_ZRAM) != 0 {
+                        let cpu = self.kernel.procs[p as usize].cpu_node;
+                        if let Ok(cst) = self.kernel.handle_fault(p, idx, false, cpu, self.now) {
+                            cost += cst;
+                            self.kernel.procs[p as usize].ptes[idx as usize] &= !PTE_ACCESSED;
+                        }
+                    }
+                }
+                continue;
+            }
+            let Page::Frame(n, pfn) = page else { continue };
+            if of.filter_out(|f| self.has_property(f, n, pfn)) {
+                continue;
+            }
+            res.filter_passed_bytes += PAGE_SIZE;
+            match action {
+                DamosAction::Pageout => {
+                    isolated += 1;
+                    // reclaim_pages → shrink_folio_list ignoring references, no demotion.
+                    let pte = self.pte_mut(n, pfn);
+                    *pte &= !PTE_ACCESSED;
+                    self.kernel.nodes[n].lru_del(pfn);
+                    match self.kernel.swap_out(n, pfn) {
+                        Some(cst) => {
+                            cost += cst;
+                            applied_pages += 1;
+                        }
+                        None => self.kernel.nodes[n].lru_add(Lru::InactiveAnon, pfn),
+                    }
+                }
+                DamosAction::Cold | DamosAction::LruDeprio => {
+                    // folio_deactivate (MADV_COLD also clears young and referenced).
+                    isolated += 1;
+                    if action == DamosAction::Cold {
+                        *self.pte_mut(n, pfn) &= !PTE_ACCESSED;
+                        self.kernel.nodes[n].frames[pfn as usize].flags &= !F_YOUNG;
+                    }
+                    if self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon) {
+                        self.kernel.nodes[n].lru_del(pfn);
+                        self.kernel.nodes[n].frames[pfn as usize].flags &= !F_REFERENCED;
+                        self.kernel.nodes[n].lru_add(Lru::InactiveAnon, pfn);
+                        self.kernel.vmstat.inc(n, Vm::Pgdeactivate);
+                        applied_pages += 1;
+                    } else if action == DamosAction::Cold {
+                        self.kernel.nodes[n].frames[pfn as usize].flags &= !F_REFERENCED;
+                        applied_pages += 1;
+                    }
+                }
+                DamosAction::LruPrio => {
+                    // folio_mark_accessed: referenced → activate; else set referenced.
+                    isolated += 1;
+                    let node = &mut self.kernel.nodes[n];
+                    let fl = node.frames[pfn as usize].flags;
+                    node.frames[pfn as usize].flags &= !F_IDLE;
+                    if node.lru_of(pfn) == Some(Lru::InactiveAnon) && fl & F_REFERENCED != 0 {
+                        node.lru_del(pfn);
+                        node.frames[pfn as usize].flags &= !F_REFERENCED;
+                        node.lru_add(Lru::ActiveAnon, pfn);
+                        self.kernel.vmstat.inc(n, Vm::Pgactivate);
+                    } else {
+                        node.frames[pfn as usize].flags |= F_REFERENCED;
+                    }
+                    applied_pages += 1;
+                }
+                DamosAction::MigrateHot | DamosAction::MigrateCold => {
+                    let Some(dst) = target_nid.map(|d| d.idx()) else {
+                        continue;
+                    };
+                    if dst == n || dst >= self.kernel.nodes.len() {
+                        continue;
+                    }
+                    isolated += 1;
+                    // alloc_migration_target with GFP_NOWAIT: low watermark, then wake
+                    // kswapd and try min; never reclaims in the target.
+                    let ok = self.node_free_above(dst, self.kernel.nodes[dst].wmark.low) || {
+                        self.kernel.wakeup_kswapd(dst, self.now);
+                        self.node_free_above(dst, self.kernel.nodes[dst].wmark.min)
+                    };
+                    if !ok {
+                        self.kernel.vmstat.inc(n, Vm::PgmigrateFail);
+                        continue;
+                    }
+                    let active = self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon);
+                    self.kernel.nodes[n].lru_del(pfn);
+                    self.kernel.migrate_frame(n, pfn, dst, active);
+                    cost += self.kernel.cfg.costs.migrate_page;
+                    applied_pages += 1;
+                }
+                DamosAction::Hugepage | DamosAction::Nohugepage => {}
+                DamosAction::Stat | DamosAction::Willneed => {}
+            }
+        }
+        cost += SimDuration::from_ns(walked * c.walk_page_ns + isolated * c.action_page_ns);
+        res.applied_bytes = if vaddr_madvise {
+            end - start
+        } else {
+            applied_pages * PAGE_SIZE
+        };
+        res.elapsed_ns = cost.ps() / 1000;
+        res
+    }
+
+    fn goal_metric(&mut self, metric: GoalMetric, nid: Option<NodeId>) -> Option<u64> {
+        let k = &self.kernel;
+        match metric {
+            GoalMetric::NodeMemUsedBp | GoalMetric::NodeMemFreeBp => {
+                let node = k.nodes.get(nid?.idx())?;
+                let total = node.present.max(1);
+                let free_bp = node.free * 10_000 / total;
+                Some(if metric == GoalMetric::NodeMemFreeBp {
+                    free_bp
+                } else {
+                    10_000 - free_bp
+                })
+            }
+            GoalMetric::ActiveMemBp | GoalMetric::InactiveMemBp => {
+                let (mut act, mut inact) = (0u64, 0u64);
+                for n in &k.nodes {
+                    act += n.lru_len(Lru::ActiveAnon);
+                    inact += n.lru_len(Lru::InactiveAnon);
+                }
+                let all = (act + inact).max(1);
+                Some(if metric == GoalMetric::ActiveMemBp {
+                    act * 10_000 / all
+                } else {
+                    inact * 10_000 / all
+                })
+            }
+            // PSI is not modelled by the simulator; the user value comes from the config.
+            GoalMetric::SomeMemPsiUs | GoalMetric::UserInput => None,
+        }
+    }
+
+    fn free_mem_rate_permil(&mut self) -> Option<u64> {
+        let free: u64 = self.kernel.nodes.iter().map(|n| n.free).sum();
+        let total: u64 = self.kernel.nodes.iter().map(|n| n.present).sum();
+        Some(free * 1000 / total.max(1))
+    }
+}
+
+/// Results of one kdamond in `summary.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct KdamondSummary {
+    pub name: String,
+    pub ops: String,
+    /// kdamond CPU time as a share of one CPU over the run, percent.
+    pub cpu_percent: f64,
+    /// The monitoring part of it (sampling and aggregation), percent of one CPU.
+    pub monitor_cpu_percent: f64,
+    pub cpu_seconds: f64,
+    pub nr_regions: usize,
+    pub sample_us: u64,
+    pub aggr_us: u64,
+    pub counters: tiermem_damon::ctx::CtxCounters,
+    pub schemes: Vec<SchemeSummary>,
+    /// The module's read-only statistics under their parameter names (DAMON_RECLAIM,
+    /// DAMON_LRU_SORT).
+    pub module_stats: BTreeMap<String, u64>,
+}
+
+/// One scheme's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemeSummary {
+    pub action: String,
+    pub stats: tiermem_damon::ctx::SchemeStats,
+    /// `quotas/effective_bytes` at the end.
+    pub effective_bytes: u64,
+    pub activated: bool,
+    pub tried_regions: usize,
+    pub tried_regions_total_bytes: u64,
+}
+
+/// Summaries of all kdamonds.
+pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
+    kd.iter()
+        .map(|k| {
+            let schemes: Vec<SchemeSummary> = k
+                .ctx
+                .schemes
+                .iter()
+                .map(|s| SchemeSummary {
+                    action: s.cfg.action.name().into(),
+                    stats: s.stat.clone(),
+                    effective_bytes: s.quota.esz,
+                    activated: s.activated,
+                    tried_regions: s.tried_regions.len(),
+                    tried_regions_total_bytes: s
+                        .tried_regions
+                        .iter()
+                        .map(|r| r.end - r.start)
+                        .sum(),
+                })
+                .collect();
+            let mut module_stats = BTreeMap::new();
+            if k.name == "damon_reclaim" {
+                let s = &schemes[0].stats;
+                module_stats.insert("nr_reclaim_tried_regions".into(), s.nr_tried);
+                module_stats.insert("bytes_reclaim_tried_regions".into(), s.sz_tried);
+                module_stats.insert("nr_reclaimed_regions".into(), s.nr_applied);
+                module_stats.insert("bytes_reclaimed_regions".into(), s.sz_applied);
+                module_stats.insert("nr_quota_exceeds".into(), s.qt_exceeds);
+            } else if k.name == "damon_lru_sort" {
+                for (i, which) in ["hot", "cold"].iter().enumerate() {
+                    let s = &schemes[i].stats;
+                    module_stats.insert(format!("nr_lru_sort_tried_{which}_regions"), s.nr_tried);
+                    module_stats
+                        .insert(format!("bytes_lru_sort_tried_{which}_regions"), s.sz_tried);
+                    module_stats.insert(format!("nr_lru_sorted_{which}_regions"), s.nr_applied);
+                    module_stats.insert(format!("bytes_lru_sorted_{which}_regions"), s.sz_applied);
+                    module_stats.insert(format!("nr_{which}_quota_exceeds"), s.qt_exceeds);
+                }
+            }
+            let secs = sim_seconds.max(1e-12);
+            KdamondSummary {
+                name: k.name.clone(),
+                ops: format!("{:?}", k.ctx.ops_kind()).to_lowercase(),
+                cpu_percent: k.ctx.cpu_ns() as f64 / 1e9 / secs * 100.0,
+                monitor_cpu_percent: k.ctx.counters.monitor_cpu_ns as f64 / 1e9 / secs * 100.0,
+                cpu_seconds: k.ctx.cpu_ns() as f64 / 1e9,
+                nr_regions: k.ctx.nr_regions(),
+                sample_us: k.ctx.attrs().sample_us,
+                aggr_us: k.ctx.attrs().aggr_us,
+                counters: k.ctx.counters.clone(),
+                schemes,
+                module_stats,
+            }
+        })
+        .collect()
+}

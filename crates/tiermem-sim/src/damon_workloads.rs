@@ -1,0 +1,313 @@
+//! Access generators for the DAMON evaluation workloads (`workload-models.md` §6):
+//! PARSEC3/SPLASH-2X-shaped phases (grow-then-cold, hot+sparse, sweep) and a synthetic
+//! workload with known hot regions.
+//!
+//! A PARSEC-shaped run is a fixed amount of work (a number of accesses): its runtime
+//! grows when refaults or slow memory stall it, which is the slowdown the seed reports.
+//! Phases are placed on a nominal clock (`access index / total × runtime`), so a page's
+//! "hot for 5 s after creation" means 5 s of undisturbed progress.
+
+use crate::workload::{Access, Step, K_READ, K_STREAM, K_WRITE};
+use rand_core::RngCore;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use tiermem_core::damon_workloads::{HotRegionsConfig, ParsecConfig, ParsecShape};
+
+const BATCH: usize = 256;
+
+/// Nominal memory latency used to size a run's work (accesses = runtime / (cpu + this)).
+pub const NOMINAL_ACCESS_NS: u64 = 100;
+
+#[inline]
+fn below(rng: &mut Xoshiro256PlusPlus, n: u64) -> u64 {
+    ((rng.next_u64() >> 32) * n.max(1)) >> 32
+}
+
+#[inline]
+fn chance(rng: &mut Xoshiro256PlusPlus, p: f64) -> bool {
+    ((rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < p
+}
+
+/// One PARSEC-shaped thread.
+pub struct ParsecGen {
+    shape: ParsecShape,
+    /// Pages of the data VMA (the first VMA, PTE base 0).
+    pages: u64,
+    total: u64,
+    done: u64,
+    started: bool,
+    /// Pages first-touched so far (grow_then_cold) / initialised (others).
+    created: u64,
+    /// grow_then_cold: pages created per nominal access; hot window in accesses.
+    window_accesses: u64,
+    grow_accesses: u64,
+    warm_from: u64,
+    hot_lo: u64,
+    hot_pages: u64,
+    hot_share: f64,
+    phases: u64,
+}
+
+impl ParsecGen {
+    /// Accesses a complete run makes: the work plus one first touch per page.
+    pub fn total_accesses(cfg: &ParsecConfig) -> u64 {
+        let per_access_ps = cfg.cpu_per_access.ps() + NOMINAL_ACCESS_NS * 1000;
+        (cfg.runtime.ps() / per_access_ps).max(1) + cfg.rss.pages_ceil().0
+    }
+
+    pub fn new(cfg: &ParsecConfig) -> Self {
+        let pages = cfg.rss.pages_ceil().0;
+        let per_access_ps = cfg.cpu_per_access.ps() + NOMINAL_ACCESS_NS * 1000;
+        let total = (cfg.runtime.ps() / per_access_ps).max(1);
+        let runtime_ps = cfg.runtime.ps().max(1) as f64;
+        let window_accesses = (cfg.hot_window.ps() as f64 / runtime_ps * total as f64) as u64;
+        let hot_pages = ((pages as f64 * cfg.hot_frac) as u64).clamp(1, pages);
+        ParsecGen {
+            shape: cfg.shape,
+            pages,
+            total,
+            done: 0,
+            started: false,
+            created: 0,
+            window_accesses: window_accesses.max(1),
+            grow_accesses: ((total as f64) * 0.3).max(1.0) as u64,
+            warm_from: ((pages as f64) * cfg.cold_frac) as u64,
+            hot_lo: (pages * 2 / 5).min(pages - hot_pages),
+            hot_pages,
+            hot_share: cfg.hot_share,
+            phases: cfg.phases as u64,
+        }
+    }
+
+    /// Pages that should exist after `done` accesses (grow_then_cold: linear over the
+    /// first 30 % of the run).
+    fn target_created(&self) -> u64 {
+        match self.shape {
+            ParsecShape::GrowThenCold => ((self.done as u128 * self.pages as u128
+                / self.grow_accesses as u128) as u64)
+                .min(self.pages)
+                .max(1),
+            _ => self.pages,
+        }
+    }
+
+    pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
+        if !self.started {
+            self.started = true;
+            return Step::RunStart;
+        }
+        if self.done >= self.total {
+            return Step::Done;
+        }
+        // First touch of the pages due by now (a sequential write, part of the work).
+        let due = self.target_created();
+        if self.created < due {
+            let end = due.min(self.created + BATCH as u64);
+            for p in self.created..end {
+                out.push(Access {
+                    idx: p as u32,
+                    lines: 64,
+                    kind: K_WRITE | K_STREAM,
+                });
+            }
+            self.created = end;
+            return Step::Accesses;
+        }
+        let n = (self.total - self.done).min(BATCH as u64);
+        for _ in 0..n {
+            let page = match self.shape {
+                ParsecShape::GrowThenCold => {
+                    // Pages created within the hot window are "recent".
+                    let window_pages = (self.window_accesses as u128 * self.pages as u128
+                        / self.grow_accesses as u128)
+                        .max(1) as u64;
+                    let growing = self.created < self.pages || self.done < self.grow_accesses;
+                    let recent_lo = self.created.saturating_sub(window_pages);
+                    let warm_hi = self.created;
+                    let warm_lo = self.warm_from.min(warm_hi.saturating_sub(1));
+                    if growing && chance(rng, self.hot_share) || warm_hi <= warm_lo {
+                        recent_lo + below(rng, self.created - recent_lo)
+                    } else {
+                        warm_lo + below(rng, warm_hi - warm_lo)
+                    }
+                }
+                ParsecShape::HotSparse => {
+                    if chance(rng, self.hot_share) {
+                        self.hot_lo + below(rng, self.hot_pages)
+                    } else {
+                        below(rng, self.pages)
+                    }
+                }
+                ParsecShape::Sweep => {
+                    ((self.done as u128 * self.phases as u128 * self.pages as u128
+                        / self.total as u128)
+                        % self.pages as u128) as u64
+                }
+            };
+            self.done += 1;
+            out.push(Access {
+                idx: page as u32,
+                lines: 1,
+                kind: if rng.next_u64() & 3 == 0 {
+                    K_WRITE
+                } else {
+                    K_READ
+                },
+            });
+        }
+        Step::Accesses
+    }
+}
+
+/// The known-hot-regions thread.
+pub struct HotRegionsGen {
+    pages: u64,
+    init_next: Option<u64>,
+    started: bool,
+    /// Hot page ranges (start page, pages).
+    hot: Vec<(u64, u64)>,
+    hot_total: u64,
+    cold_share: f64,
+}
+
+impl HotRegionsGen {
+    pub fn new(cfg: &HotRegionsConfig) -> Self {
+        let hot: Vec<(u64, u64)> = cfg
+            .hot
+            .iter()
+            .map(|h| {
+                (
+                    h.offset.0 / tiermem_core::units::PAGE_SIZE,
+                    h.size.pages_ceil().0,
+                )
+            })
+            .collect();
+        HotRegionsGen {
+            pages: cfg.size.pages_ceil().0,
+            init_next: cfg.initialize.then_some(0),
+            started: false,
+            hot_total: hot.iter().map(|h| h.1).sum(),
+            hot,
+            cold_share: cfg.cold_share,
+        }
+    }
+
+    pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
+        if let Some(next) = self.init_next {
+            let end = (next + BATCH as u64).min(self.pages);
+            for p in next..end {
+                out.push(Access {
+                    idx: p as u32,
+                    lines: 64,
+                    kind: K_WRITE | K_STREAM,
+                });
+            }
+            self.init_next = (end < self.pages).then_some(end);
+            return Step::Accesses;
+        }
+        if !self.started {
+            self.started = true;
+            return Step::RunStart;
+        }
+        for _ in 0..BATCH {
+            let page = if chance(rng, self.cold_share) {
+                below(rng, self.pages)
+            } else {
+                let mut k = below(rng, self.hot_total);
+                let mut page = 0;
+                for &(s, n) in &self.hot {
+                    if k < n {
+                        page = s + k;
+                        break;
+                    }
+                    k -= n;
+                }
+                page
+            };
+            out.push(Access {
+                idx: page as u32,
+                lines: 1,
+                kind: K_READ,
+            });
+        }
+        Step::Accesses
+    }
+}
+
+/// The VMAs of a DAMON-evaluation process: the data area plus two small mappings, so
+/// that the vaddr operations find the two gaps of a heap/mmap/stack layout.
+pub fn vmas(data_pages: u32) -> Vec<(String, u32, Option<tiermem_core::mempolicy::MemPolicy>)> {
+    vec![
+        ("heap".into(), data_pages, None),
+        ("mmap".into(), 16, None),
+        ("stack".into(), 16, None),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+    use tiermem_core::units::{Bytes, SimDuration};
+
+    fn cfg(shape: ParsecShape) -> ParsecConfig {
+        toml::from_str::<ParsecConfig>(&format!(
+            "shape = \"{}\"",
+            match shape {
+                ParsecShape::GrowThenCold => "grow_then_cold",
+                ParsecShape::HotSparse => "hot_sparse",
+                ParsecShape::Sweep => "sweep",
+            }
+        ))
+        .map(|mut c| {
+            c.rss = Bytes::mib(16);
+            c.runtime = SimDuration::from_secs(2);
+            c
+        })
+        .unwrap()
+    }
+
+    fn drain(g: &mut ParsecGen) -> Vec<u64> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut out = Vec::new();
+        let mut hits = vec![0u64; 4096];
+        loop {
+            out.clear();
+            match g.next(&mut rng, &mut out) {
+                Step::Done => break,
+                _ => {
+                    for a in &out {
+                        hits[a.idx as usize] += 1;
+                    }
+                }
+            }
+        }
+        hits
+    }
+
+    #[test]
+    fn grow_then_cold_leaves_the_cold_fraction_idle_late() {
+        let mut g = ParsecGen::new(&cfg(ParsecShape::GrowThenCold));
+        let hits = drain(&mut g);
+        assert!(hits.iter().all(|&h| h > 0), "every page is created");
+        // Warm half (cold_frac 0.5) gets most accesses after growth.
+        let cold: u64 = hits[..2048].iter().sum();
+        let warm: u64 = hits[2048..].iter().sum();
+        assert!(warm > 2 * cold, "warm {warm} cold {cold}");
+    }
+
+    #[test]
+    fn sweep_touches_every_page_each_phase() {
+        let mut g = ParsecGen::new(&cfg(ParsecShape::Sweep));
+        let hits = drain(&mut g);
+        assert!(hits.iter().all(|&h| h >= 10));
+    }
+
+    #[test]
+    fn hot_sparse_concentrates_on_the_hot_set() {
+        let mut g = ParsecGen::new(&cfg(ParsecShape::HotSparse));
+        let hits = drain(&mut g);
+        let hot: u64 = hits[1638..1638 + 204].iter().sum();
+        let all: u64 = hits.iter().sum();
+        assert!(hot as f64 > 0.85 * all as f64);
+    }
+}

@@ -1,0 +1,297 @@
+//! DAMON in the simulator: monitoring accuracy on known hot regions, the overhead bound,
+//! DAMON_RECLAIM, tiering, and coexistence with reclaim's accessed-bit checks.
+
+use tiermem_core::config::SimConfig;
+use tiermem_core::damon_workloads::HotRegionsConfig;
+use tiermem_core::units::PAGE_SIZE;
+use tiermem_sim::engine::Simulation;
+
+fn sim(text: &str) -> Simulation {
+    let cfg = SimConfig::from_toml_str(text, "test.toml").unwrap();
+    Simulation::new(&cfg).unwrap()
+}
+
+/// Precision and recall, by bytes, of DAMON's hot regions (last window's `nr_accesses` at
+/// least a quarter of the maximum) against the workload's true hot pages.
+fn accuracy(s: &Simulation, w: &HotRegionsConfig) -> (f64, f64) {
+    let k = &s.kdamonds[0];
+    let vma = &s.kernel.procs[0].vmas[0];
+    let max = k.ctx.attrs().max_nr_accesses();
+    let (mut tp, mut reported) = (0u64, 0u64);
+    for r in &k.ctx.targets[0] {
+        if r.last_nr_accesses * 4 < max {
+            continue;
+        }
+        reported += r.size();
+        let mut a = r.start.max(vma.start);
+        let end = r.end.min(vma.start + vma.pages as u64 * PAGE_SIZE);
+        while a < end {
+            if w.is_hot_page((a - vma.start) / PAGE_SIZE) {
+                tp += PAGE_SIZE;
+            }
+            a += PAGE_SIZE;
+        }
+    }
+    let truth: u64 = w.hot.iter().map(|h| h.size.0).sum();
+    (tp as f64 / reported.max(1) as f64, tp as f64 / truth as f64)
+}
+
+#[test]
+fn damon_finds_the_known_hot_regions_with_default_attributes() {
+    let text = r#"
+        machine = "small"
+        duration = "4s"
+        [[workloads]]
+        type = "hotregions"
+        [[kernel.damon.contexts]]
+        ops = "vaddr"
+        target_workloads = [0]
+    "#;
+    let mut s = sim(text);
+    s.run(&mut |_| {}).unwrap();
+    let cfg = SimConfig::from_toml_str(text, "t").unwrap();
+    let tiermem_core::config::WorkloadConfig::Hotregions(w) = &cfg.workloads[0] else {
+        unreachable!()
+    };
+    let (p, r) = accuracy(&s, w);
+    println!(
+        "hot-region accuracy: precision {p:.3} recall {r:.3} ({} regions)",
+        s.kdamonds[0].ctx.nr_regions()
+    );
+    assert!(p >= 0.8, "precision {p}");
+    assert!(r >= 0.8, "recall {r}");
+}
+
+fn overhead_run(capacity: &str, max_nr_regions: u32) -> (u64, u64, usize, f64) {
+    let text = format!(
+        r#"
+        duration = "1500ms"
+        [machine]
+        name = "flat"
+        [[machine.nodes]]
+        id = 0
+        cpus = 4
+        capacity = "{capacity}"
+        kind = "dram"
+        read_latency = "85ns"
+        read_bandwidth = "50GB/s"
+        write_bandwidth = "42GB/s"
+        [[workloads]]
+        type = "hotregions"
+        size = "256MiB"
+        hot = [{{ offset = "64MiB", size = "16MiB" }}, {{ offset = "128MiB", size = "4MiB" }}, {{ offset = "200MiB", size = "8MiB" }}]
+        [[kernel.damon.contexts]]
+        ops = "paddr"
+        attrs = {{ max_nr_regions = {max_nr_regions} }}
+    "#
+    );
+    let mut s = sim(&text);
+    let r = s.run(&mut |_| {}).unwrap();
+    let k = &s.kdamonds[0];
+    (
+        k.ctx.counters.max_checks_per_sample,
+        k.ctx.counters.samples,
+        k.ctx.nr_regions(),
+        r.summary.damon[0].monitor_cpu_percent,
+    )
+}
+
+#[test]
+fn access_checks_per_sample_never_exceed_max_nr_regions_whatever_the_memory_size() {
+    for (cap, max) in [("1GiB", 1000), ("64GiB", 1000), ("1GiB", 30), ("64GiB", 30)] {
+        let (max_checks, samples, nr, cpu) = overhead_run(cap, max);
+        println!(
+            "{cap}: {samples} samples, at most {max_checks} checks per sample, {nr} regions, \
+             monitoring {cpu:.3} % of a CPU"
+        );
+        // At most max_nr_regions checks of 60 ns every 5 ms: 1.2 % of a CPU, whatever the size.
+        assert!(cpu <= 1.2 + 0.01, "{cap}: {cpu}");
+        assert!(samples > 100);
+        assert!(max_checks <= max as u64, "{cap}: {max_checks} > {max}");
+        if max == 30 {
+            assert!(max_checks > 15, "the bound is reached: {max_checks}");
+        }
+        assert!(nr >= 10, "{cap}: {nr}");
+    }
+}
+
+const RECLAIM: &str = r#"
+    seed = 3
+    duration = "6s"
+    [machine]
+    name = "vm"
+    [[machine.nodes]]
+    id = 0
+    cpus = 4
+    capacity = "1GiB"
+    kind = "dram"
+    read_latency = "85ns"
+    read_bandwidth = "50GB/s"
+    write_bandwidth = "42GB/s"
+    [kernel.zram]
+    capacity = "512MiB"
+    [kernel.damon.reclaim]
+    enabled = true
+    min_age_us = 500000
+    quota_ms = 50
+    quota_sz = 0
+    use_watermarks = false
+    [[workloads]]
+    type = "parsec"
+    shape = "grow_then_cold"
+    rss = "64MiB"
+    cold_frac = 0.9
+    runtime = "5s"
+    hot_window = "500ms"
+    cpu_per_access = "400ns"
+"#;
+
+#[test]
+fn damon_reclaim_pages_out_cold_memory_and_reports_module_stats() {
+    let mut s = sim(RECLAIM);
+    let r = s.run(&mut |_| {}).unwrap();
+    let k = &r.summary.damon[0];
+    assert_eq!(k.name, "damon_reclaim");
+    let st = &k.module_stats;
+    assert!(st["bytes_reclaimed_regions"] > 8 << 20, "{st:?}");
+    assert!(st["bytes_reclaim_tried_regions"] >= st["bytes_reclaimed_regions"]);
+    assert_eq!(st["nr_reclaimed_regions"], k.schemes[0].stats.nr_applied);
+    assert!(r.summary.vmstat["pswpout"] * 4096 >= st["bytes_reclaimed_regions"]);
+    assert!(k.cpu_percent > 0.0 && k.cpu_percent < 100.0);
+    // Most of what was paged out stays out: it was cold.
+    assert!(r.summary.vmstat["pswpin"] * 4 < r.summary.vmstat["pswpout"]);
+}
+
+#[test]
+fn damon_runs_are_deterministic() {
+    let a = sim(RECLAIM).run(&mut |_| {}).unwrap();
+    let b = sim(RECLAIM).run(&mut |_| {}).unwrap();
+    assert_eq!(
+        serde_json::to_string(&a.summary).unwrap(),
+        serde_json::to_string(&b.summary).unwrap()
+    );
+}
+
+#[test]
+fn damon_mkold_leaves_the_reference_for_reclaim() {
+    use tiermem_damon::DamonOps;
+    use tiermem_sim::damon::{node_bases, SimOps};
+    use tiermem_sim::kernel::Reclaimer;
+    use tiermem_sim::mem::{Lru, F_IDLE, F_YOUNG, PTE_ACCESSED};
+    let mut s = sim(RECLAIM
+        .replace("duration = \"6s\"", "duration = \"100ms\"")
+        .as_str());
+    s.run(&mut |_| {}).unwrap();
+    let bases = node_bases(&s.kernel);
+    let costs = Default::default();
+    // A resident page whose PTE is young.
+    let ptes = &s.kernel.procs[0].ptes;
+    let idx = ptes
+        .iter()
+        .position(|&e| e & tiermem_sim::mem::PTE_PRESENT != 0)
+        .unwrap();
+    let pfn = tiermem_sim::mem::pte_pfn(ptes[idx]);
+    s.kernel.procs[0].ptes[idx] |= PTE_ACCESSED;
+    let mut ops = SimOps {
+        kernel: &mut s.kernel,
+        kind: tiermem_core::damon::OpsKind::Paddr,
+        procs: &[],
+        ranges: &[],
+        bases: &bases,
+        proc_workload: &[0],
+        costs: &costs,
+        now: tiermem_core::units::SimTime::ZERO,
+    };
+    let addr = pfn as u64 * PAGE_SIZE;
+    assert!(
+        ops.check_access(0, addr),
+        "never idle-marked: counts as accessed"
+    );
+    ops.prepare_access_check(0, addr);
+    assert!(!ops.check_access(0, addr), "made old, not accessed since");
+    let f = s.kernel.nodes[0].frames[pfn as usize];
+    assert_eq!(
+        s.kernel.procs[0].ptes[idx] & PTE_ACCESSED,
+        0,
+        "DAMON cleared the PTE"
+    );
+    assert!(f.flags & F_YOUNG != 0 && f.flags & F_IDLE != 0);
+    // Reclaim scanning the whole node still sees the page referenced: it stays resident.
+    let node = &mut s.kernel.nodes[0];
+    node.lru_del(pfn);
+    node.lru_add(Lru::InactiveAnon, pfn);
+    s.kernel.shrink_node(0, u64::MAX, 0, Reclaimer::Kswapd);
+    assert_ne!(
+        s.kernel.procs[0].ptes[idx] & tiermem_sim::mem::PTE_PRESENT,
+        0,
+        "the young flag kept the page from being reclaimed"
+    );
+    let f = s.kernel.nodes[0].frames[pfn as usize];
+    assert_eq!(
+        f.flags & F_YOUNG,
+        0,
+        "folio_referenced consumed the young flag"
+    );
+    assert_eq!(
+        f.flags & F_IDLE,
+        0,
+        "a reference clears PG_idle, so DAMON sees the access"
+    );
+}
+
+#[test]
+fn damon_tiering_promotes_hot_memory_from_the_slow_node() {
+    let text = r#"
+        machine = "small"
+        duration = "6s"
+        [kernel.damon.tiering]
+        enabled = true
+        # The goal-driven quota starts at one byte and at most doubles per window
+        # (damon_feed_loop_next_input): short windows let it ramp up within the test.
+        # Windows only turn over when the scheme applies, so apply as often.
+        quota_reset_interval_ms = 100
+        apply_interval_us = 100000
+        [[workloads]]
+        type = "pmbench"
+        mapsize = "256MiB"
+        setsize = "32MiB"
+        initialize = true
+        policy = { mode = "bind", nodes = [1] }
+    "#;
+    let r = sim(text).run(&mut |_| {}).unwrap();
+    assert_eq!(r.summary.damon.len(), 2);
+    let promote = &r.summary.damon[1];
+    assert_eq!(promote.schemes[0].action, "migrate_hot");
+    assert!(
+        promote.schemes[0].stats.sz_applied > 4 << 20,
+        "{:?}",
+        promote.schemes[0]
+    );
+    assert!(r.summary.nodes[0].used_bytes > 4 << 20);
+    assert!(r.summary.vmstat["pgmigrate_success"] > 1000);
+}
+
+#[test]
+fn bad_damon_config_is_rejected_with_its_key() {
+    let e = SimConfig::from_toml_str(
+        "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\nattrs = { min_nr_regions = 2 }\n",
+        "x.toml",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("kernel.damon.contexts[0].attrs"),
+        "{e}"
+    );
+    let e = SimConfig::from_toml_str(
+        "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"vaddr\"\ntarget_workloads = [3]\n",
+        "x.toml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("target_workloads"), "{e}");
+    let e = SimConfig::from_toml_str(
+        "machine = \"small\"\n[kernel.damon.reclaim]\nquota_msec = 1\n",
+        "x.toml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("quota_msec"), "{e}");
+}
