@@ -134,6 +134,9 @@ pub struct KernelConfig {
     /// CPU costs of kernel paths.
     #[serde(default)]
     pub costs: KernelCosts,
+    /// KSM (`[kernel.ksm]`); absent = a kernel without KSM (no per-page content table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ksm: Option<crate::ksm::KsmConfig>,
 }
 
 fn default_wsf() -> u32 {
@@ -151,6 +154,7 @@ impl Default for KernelConfig {
             swap: None,
             zram: None,
             costs: KernelCosts::default(),
+            ksm: None,
         }
     }
 }
@@ -368,6 +372,8 @@ pub enum WorkloadConfig {
     Pmbench(PmbenchConfig),
     Stream(StreamConfig),
     Mlc(MlcConfig),
+    #[serde(rename = "vm_guest")]
+    VmGuest(crate::ksm::VmGuestConfig),
 }
 
 impl WorkloadConfig {
@@ -376,6 +382,7 @@ impl WorkloadConfig {
             WorkloadConfig::Pmbench(_) => "pmbench",
             WorkloadConfig::Stream(_) => "stream",
             WorkloadConfig::Mlc(_) => "mlc",
+            WorkloadConfig::VmGuest(_) => "vm_guest",
         }
     }
 }
@@ -686,6 +693,9 @@ impl SimConfig {
                 ));
             }
         }
+        if let Some(ksm) = &k.ksm {
+            ksm.validate()?;
+        }
         if let Some(z) = &k.zram {
             if !(z.compression_ratio >= 1.0 && z.compression_ratio <= 64.0) {
                 return Err(ConfigError::invalid(
@@ -860,6 +870,12 @@ impl SimConfig {
                     }
                     check_policy(key("policy"), &m.policy)?;
                 }
+                WorkloadConfig::VmGuest(g) => {
+                    g.validate(&format!("workloads[{i}]"))?;
+                    for (j, c) in g.cpu_nodes.iter().enumerate() {
+                        check_node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
+                    }
+                }
             }
         }
         Ok(())
@@ -874,7 +890,7 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
     let ty = table.get("type").and_then(|t| t.as_str()).ok_or_else(|| {
         ConfigError::invalid(
             format!("{prefix}.type"),
-            "missing: one of \"pmbench\", \"stream\", \"mlc\"",
+            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"vm_guest\"",
         )
     })?;
     let mut rest = table.clone();
@@ -884,11 +900,12 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
         "pmbench" => WorkloadConfig::Pmbench(typed(rest, &prefix)?),
         "stream" => WorkloadConfig::Stream(typed(rest, &prefix)?),
         "mlc" => WorkloadConfig::Mlc(typed(rest, &prefix)?),
+        "vm_guest" => WorkloadConfig::VmGuest(typed(rest, &prefix)?),
         other => {
             return Err(ConfigError::invalid(
                 format!("{prefix}.type"),
                 format!(
-                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\" or \"mlc\""
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\" or \"vm_guest\""
                 ),
             ))
         }

@@ -24,6 +24,7 @@
 //! ```
 
 pub mod config;
+pub mod ksm;
 pub mod mempolicy;
 pub mod presets;
 pub mod timing;

@@ -21,9 +21,11 @@
 pub mod engine;
 pub mod experiment;
 pub mod kernel;
+pub mod ksm;
 pub mod mem;
 pub mod numa;
 pub mod timing;
+pub mod vm_guest;
 pub mod vmstat;
 pub mod workload;
 
