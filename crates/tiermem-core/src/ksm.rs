@@ -190,7 +190,10 @@ impl KsmConfig {
             }
         }
         if self.pages_to_scan == 0 {
-            return Err(ConfigError::invalid(key("pages_to_scan"), "must be positive"));
+            return Err(ConfigError::invalid(
+                key("pages_to_scan"),
+                "must be positive",
+            ));
         }
         if self.max_page_sharing < 2 {
             return Err(ConfigError::invalid(
@@ -334,7 +337,10 @@ impl VmGuestConfig {
     pub fn validate(&self, prefix: &str) -> Result<(), ConfigError> {
         let key = |k: &str| format!("{prefix}.{k}");
         if self.guests == 0 || self.guests > 1024 {
-            return Err(ConfigError::invalid(key("guests"), "must be within 1..1024"));
+            return Err(ConfigError::invalid(
+                key("guests"),
+                "must be within 1..1024",
+            ));
         }
         if self.guest_mem.0 < 16 * crate::units::PAGE_SIZE
             || self.guest_mem.pages_ceil().0 > (1 << 30)

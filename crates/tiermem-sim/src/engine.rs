@@ -569,14 +569,12 @@ impl Simulation {
                 let result = if pte & PTE_PRESENT != 0 {
                     // A store to a write-protected KSM or zero page: copy on write.
                     debug_assert!(write && pte & PTE_RDONLY != 0);
-                    self.kernel
-                        .ksm_wp_fault(proc, a.idx, cpu, SimTime(clock))
+                    self.kernel.ksm_wp_fault(proc, a.idx, cpu, SimTime(clock))
                 } else {
                     self.kernel
                         .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
                 };
-                match result
-                {
+                match result {
                     Ok(cost) => {
                         // The page fill: 64 streaming stores to the new page's node.
                         let node = pte_node(self.kernel.procs[proc as usize].ptes[a.idx as usize]);

@@ -86,6 +86,7 @@ pub fn builtins() -> Vec<(&'static str, &'static str)> {
     vec![
         ("loaded-latency", "MLC-style loaded-latency sweep per node; must return the input latency curve"),
         ("stream-placement", "STREAM bound to each node of the seed-002 DDR5 + CXL machine, against the published rates"),
+        ("seed-003-ksm-numa", "KSM with merge_across_nodes 1 and 0 on 2-, 4- and 8-node machines: spread of guest access times, pages shared"),
     ]
 }
 
@@ -94,11 +95,17 @@ pub fn builtin(name: &str) -> Option<Experiment> {
     match name {
         "loaded-latency" => Some(loaded_latency()),
         "stream-placement" => Some(stream_placement()),
+        "seed-003-ksm-numa" => Some(crate::ksm_experiment::seed_003_ksm_numa(
+            crate::ksm_experiment::Scale::Reduced,
+        )),
+        "seed-003-ksm-numa-full" => Some(crate::ksm_experiment::seed_003_ksm_numa(
+            crate::ksm_experiment::Scale::Full,
+        )),
         _ => None,
     }
 }
 
-fn cfg_value(text: &str) -> toml::Value {
+pub(crate) fn cfg_value(text: &str) -> toml::Value {
     resolve_toml(text, "<built-in>").expect("built-in experiment configs are valid")
 }
 

@@ -1052,7 +1052,9 @@ impl Kernel {
                     if pte & PTE_KSM_ZERO == 0 {
                         let f = self.nodes[pte_node(pte)].frames[pte_pfn(pte) as usize];
                         if f.owner != OWNER_KSM {
-                            return Err(format!("proc {pi} vpn {vi}: write-protected PTE on a non-KSM frame"));
+                            return Err(format!(
+                                "proc {pi} vpn {vi}: write-protected PTE on a non-KSM frame"
+                            ));
                         }
                     }
                 } else if pte & PTE_PRESENT != 0 {

@@ -289,9 +289,18 @@ impl Ksm {
         put("use_zero_pages", c.use_zero_pages as i64);
         put("smart_scan", c.smart_scan as i64);
         put("advisor_max_cpu", c.advisor_max_cpu as i64);
-        put("advisor_min_pages_to_scan", c.advisor_min_pages_to_scan as i64);
-        put("advisor_max_pages_to_scan", c.advisor_max_pages_to_scan as i64);
-        put("advisor_target_scan_time", c.advisor_target_scan_time as i64);
+        put(
+            "advisor_min_pages_to_scan",
+            c.advisor_min_pages_to_scan as i64,
+        );
+        put(
+            "advisor_max_pages_to_scan",
+            c.advisor_max_pages_to_scan as i64,
+        );
+        put(
+            "advisor_target_scan_time",
+            c.advisor_target_scan_time as i64,
+        );
         put("pages_scanned", self.pages_scanned as i64);
         put("pages_shared", self.pages_shared as i64);
         put("pages_sharing", self.pages_sharing as i64);
@@ -538,7 +547,11 @@ impl Kernel {
         }
         let mut k = self.ksm.take().expect("checked");
         for vpn in v.pte_base..v.pte_base + v.pages {
-            let id = k.mm[p as usize].item_of.get(vpn as usize).copied().unwrap_or(NIL);
+            let id = k.mm[p as usize]
+                .item_of
+                .get(vpn as usize)
+                .copied()
+                .unwrap_or(NIL);
             if id != NIL {
                 k.free_item(id, &mut self.nodes);
             }
@@ -611,7 +624,10 @@ impl Kernel {
         // Allocate first: reclaim may demote the KSM page meanwhile (KSM state stays in place).
         let (n, pfn, reclaim) = self.alloc_user_page(p, vpn, preferred, mask, cpu_node, now)?;
         let pte = self.procs[p as usize].ptes[vpn as usize];
-        let mut k = self.ksm.take().expect("write-protected PTEs exist only with KSM");
+        let mut k = self
+            .ksm
+            .take()
+            .expect("write-protected PTEs exist only with KSM");
         if pte & PTE_KSM_ZERO != 0 {
             k.ksm_zero_pages -= 1;
             k.mm[p as usize].zero_pages -= 1;
@@ -635,7 +651,10 @@ impl Kernel {
         self.procs[p as usize].ptes[vpn as usize] = new_pte;
         self.nodes[n].lru_add(Lru::InactiveAnon, pfn);
         self.vmstat.inc(n, Vm::Pgfault);
-        let cost = self.ksm.as_ref().map_or(SimDuration::ZERO, |k| k.cfg.costs.cow_fault);
+        let cost = self
+            .ksm
+            .as_ref()
+            .map_or(SimDuration::ZERO, |k| k.cfg.costs.cow_fault);
         Ok(cost + reclaim)
     }
 
@@ -769,7 +788,8 @@ impl Kernel {
             let cost = self.ksm_do_scan(&mut k, now);
             k.cpu_time += cost;
             k.pass_cpu += cost;
-            k.next_wake = SimTime(now.0 + cost.0 + SimDuration::from_ms(k.cfg.sleep_millisecs as u64).0);
+            k.next_wake =
+                SimTime(now.0 + cost.0 + SimDuration::from_ms(k.cfg.sleep_millisecs as u64).0);
         }
         self.ksm = Some(k);
     }
@@ -964,7 +984,8 @@ impl Kernel {
                     f.vpn = sid;
                 }
                 let ptes = &mut self.procs[p as usize].ptes;
-                ptes[vpn as usize] = (ptes[vpn as usize] & !(PTE_DIRTY | PTE_PROTNONE)) | PTE_RDONLY;
+                ptes[vpn as usize] =
+                    (ptes[vpn as usize] & !(PTE_DIRTY | PTE_PROTNONE)) | PTE_RDONLY;
                 let tpfn = pte_pfn(tpte);
                 self.nodes[tnode].lru_del(tpfn);
                 self.nodes[tnode].free_frame(tpfn);
@@ -1211,7 +1232,10 @@ impl Kernel {
             for &id in &s.rmap {
                 let it = k.items[id as usize];
                 let pte = self.procs[it.proc as usize].ptes[it.vpn as usize];
-                if pte_node(pte) != s.node as usize || pte_pfn(pte) != s.pfn || pte & PTE_RDONLY == 0 {
+                if pte_node(pte) != s.node as usize
+                    || pte_pfn(pte) != s.pfn
+                    || pte & PTE_RDONLY == 0
+                {
                     return Err(format!(
                         "stable node {sid}: proc {} vpn {} does not map it",
                         it.proc, it.vpn

@@ -22,6 +22,7 @@ pub mod engine;
 pub mod experiment;
 pub mod kernel;
 pub mod ksm;
+pub mod ksm_experiment;
 pub mod mem;
 pub mod numa;
 pub mod timing;

@@ -37,9 +37,21 @@ const DUP_BASE: u32 = 0x4000_0000;
 
 /// Thread roles inside a guest.
 pub enum VmGen {
-    Boot { next: u32, pages: u32, synced: bool },
-    Writer { started: bool, unique: Vec<u32>, shared: Vec<u32>, unique_share: f64 },
-    Probe { started: bool, pages: u32 },
+    Boot {
+        next: u32,
+        pages: u32,
+        synced: bool,
+    },
+    Writer {
+        started: bool,
+        unique: Vec<u32>,
+        shared: Vec<u32>,
+        unique_share: f64,
+    },
+    Probe {
+        started: bool,
+        pages: u32,
+    },
 }
 
 impl VmGen {
