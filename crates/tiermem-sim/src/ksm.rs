@@ -1262,6 +1262,413 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand_core::SeedableRng;
+    use tiermem_core::config::KernelConfig;
+    use tiermem_core::mempolicy::{MemPolicy, PolicyMode};
+    use tiermem_core::topology::{MachineConfig, Topology};
+
+    /// Two DRAM nodes on two sockets, KSM configured with `edit` applied.
+    fn kernel(edit: impl FnOnce(&mut KsmConfig)) -> Kernel {
+        let text = "name = \"t\"\n[[nodes]]\nid = 0\ncpus = 2\nsocket = 0\ncapacity = \"64MiB\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n\
+                    [[nodes]]\nid = 1\ncpus = 2\nsocket = 1\ncapacity = \"64MiB\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n";
+        let m: MachineConfig = toml::from_str(text).unwrap();
+        let mut ksm = KsmConfig {
+            run: 1,
+            ..KsmConfig::default()
+        };
+        edit(&mut ksm);
+        let cfg = KernelConfig {
+            ksm: Some(ksm),
+            ..KernelConfig::default()
+        };
+        Kernel::new(
+            Topology::new(&m).unwrap(),
+            cfg,
+            rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1),
+        )
+    }
+
+    /// A mergeable process on `node` whose pages have the given contents, all faulted in there.
+    fn guest(k: &mut Kernel, node: u8, contents: &[u32]) -> u16 {
+        let policy = MemPolicy {
+            mode: PolicyMode::Bind,
+            nodes: vec![NodeId(node)],
+        };
+        let p = k.add_process(
+            format!("g{node}"),
+            NodeId(node),
+            policy,
+            vec![("ram".into(), contents.len() as u32, None)],
+        );
+        for (vpn, &c) in contents.iter().enumerate() {
+            k.ksm_set_content(p, vpn as u32, c);
+            k.handle_fault(p, vpn as u32, false, NodeId(node), SimTime::ZERO)
+                .unwrap();
+        }
+        k.ksm_madvise_mergeable(p, 0).unwrap();
+        p
+    }
+
+    /// Run ksmd until one more full pass has completed.
+    fn pass(k: &mut Kernel) {
+        let mut ksm = k.ksm.take().unwrap();
+        let target = ksm.full_scans + 1;
+        while ksm.full_scans < target {
+            k.ksm_do_scan(&mut ksm, SimTime::ZERO);
+        }
+        k.ksm = Some(ksm);
+        k.check_invariants().unwrap();
+    }
+
+    fn c(k: &Kernel, name: &str) -> i64 {
+        k.ksm_counters().unwrap()[name]
+    }
+
+    fn is_ksm(k: &Kernel, p: u16, vpn: u32) -> bool {
+        k.procs[p as usize].ptes[vpn as usize] & PTE_RDONLY != 0
+    }
+
+    #[test]
+    fn ksm_needs_two_equal_checksums_before_the_unstable_tree() {
+        let mut k = kernel(|_| {});
+        let p = guest(&mut k, 0, &[7, 7]);
+        pass(&mut k);
+        // First pass: both checksums are new (rmap items start at 0): volatile, no tree.
+        assert_eq!((c(&k, "pages_shared"), c(&k, "pages_unshared")), (0, 0));
+        assert_eq!(c(&k, "pages_volatile"), 2);
+        pass(&mut k);
+        assert_eq!((c(&k, "pages_shared"), c(&k, "pages_sharing")), (1, 1));
+        assert!(is_ksm(&k, p, 0) && is_ksm(&k, p, 1));
+    }
+
+    #[test]
+    fn a_page_written_between_passes_is_volatile_again() {
+        let mut k = kernel(|_| {});
+        let p = guest(&mut k, 0, &[7, 7]);
+        pass(&mut k);
+        // A store between passes (the access loop's soft-dirty bit) gives a new content...
+        k.procs[p as usize].ptes[0] |= PTE_SOFTDIRTY;
+        pass(&mut k);
+        assert_eq!(c(&k, "pages_shared"), 0);
+        assert_ne!(k.ksm_page_content(p, 0), Some(7));
+        // ...and the unchanged page waits alone in the unstable tree.
+        assert_eq!(c(&k, "pages_unshared"), 1);
+        // Its new content is stable from now on, but equal to nothing: never merged.
+        pass(&mut k);
+        pass(&mut k);
+        assert_eq!(c(&k, "pages_shared"), 0);
+    }
+
+    #[test]
+    fn the_unstable_tree_is_rebuilt_every_full_pass() {
+        let mut k = kernel(|_| {});
+        guest(&mut k, 0, &[1, 2, 3]);
+        pass(&mut k);
+        pass(&mut k);
+        let mut ksm = k.ksm.take().unwrap();
+        assert_eq!(ksm.unstable_tree[0].len(), 3);
+        let mut cost = SimDuration::ZERO;
+        assert!(k
+            .ksm_next_item(&mut ksm, SimTime::ZERO, &mut cost)
+            .is_some());
+        assert!(
+            ksm.unstable_tree[0].is_empty(),
+            "reset at the start of a pass"
+        );
+        // The items keep their UNSTABLE flag (and pages_unshared) until ksmd reaches them.
+        assert_eq!(ksm.pages_unshared, 3);
+        k.ksm = Some(ksm);
+    }
+
+    #[test]
+    fn per_node_trees_never_merge_across_nodes() {
+        for mam in [1, 0] {
+            let mut k = kernel(|c| c.merge_across_nodes = mam);
+            let a = guest(&mut k, 0, &[5, 5, 9]);
+            let b = guest(&mut k, 1, &[5, 9]);
+            for _ in 0..4 {
+                pass(&mut k);
+            }
+            let merged_b = is_ksm(&k, b, 0) || is_ksm(&k, b, 1);
+            if mam == 1 {
+                // One tree: everything with equal content is merged, wherever it lives.
+                assert!(merged_b);
+                assert_eq!(c(&k, "pages_sharing"), 3);
+                assert_eq!(c(&k, "pages_shared"), 2);
+            } else {
+                // Per-node trees: node 0's two 5s merge; node 1's pages are never merged
+                // with node 0's.
+                assert!(!merged_b);
+                assert!(is_ksm(&k, a, 0) && is_ksm(&k, a, 1) && !is_ksm(&k, a, 2));
+                assert_eq!((c(&k, "pages_shared"), c(&k, "pages_sharing")), (1, 1));
+                for vpn in 0..3 {
+                    if let Some((_, node, tree)) = k.ksm_stable_node_of(a, vpn) {
+                        assert_eq!((node, tree), (0, 0));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn merge_across_nodes_changes_only_without_ksm_pages() {
+        let mut k = kernel(|_| {});
+        let p = guest(&mut k, 0, &[3, 3, 3]);
+        pass(&mut k);
+        pass(&mut k);
+        assert!(c(&k, "pages_shared") > 0);
+        let now = SimTime::ZERO;
+        assert!(matches!(
+            k.ksm_sysfs_write("merge_across_nodes", "0", now),
+            Err(KsmError::Busy { .. })
+        ));
+        assert!(matches!(
+            k.ksm_sysfs_write("max_page_sharing", "16", now),
+            Err(KsmError::Busy { .. })
+        ));
+        // Writing the current value is not a change.
+        k.ksm_sysfs_write("merge_across_nodes", "1", now).unwrap();
+        assert!(matches!(
+            k.ksm_sysfs_write("run", "3", now),
+            Err(KsmError::Invalid { .. })
+        ));
+        assert!(matches!(
+            k.ksm_sysfs_write("max_page_sharing", "1", now),
+            Err(KsmError::Invalid { .. })
+        ));
+        // run = 2 unmerges everything; then the knob can change.
+        k.ksm_sysfs_write("run", "2", now).unwrap();
+        assert_eq!(c(&k, "pages_shared"), 0);
+        assert_eq!(c(&k, "pages_sharing"), 0);
+        assert_eq!(c(&k, "rmap_items"), 0);
+        assert!((0..3).all(|v| !is_ksm(&k, p, v)));
+        assert_eq!(
+            k.ksm_page_content(p, 2),
+            Some(3),
+            "unmerging copies the content"
+        );
+        k.check_invariants().unwrap();
+        k.ksm_sysfs_write("merge_across_nodes", "0", now).unwrap();
+        assert_eq!(k.ksm_sysfs_read("merge_across_nodes").unwrap(), "0");
+        k.ksm_sysfs_write("max_page_sharing", "16", now).unwrap();
+        // ksmd idles with run = 2.
+        k.run_ksmd(SimTime(1_000_000_000_000));
+        assert_eq!(c(&k, "pages_shared"), 0);
+        k.ksm_sysfs_write("run", "1", now).unwrap();
+        pass(&mut k);
+        pass(&mut k);
+        assert_eq!((c(&k, "pages_shared"), c(&k, "pages_sharing")), (1, 2));
+    }
+
+    #[test]
+    fn max_page_sharing_grows_stable_node_chains() {
+        let mut k = kernel(|c| {
+            c.max_page_sharing = 2;
+            c.smart_scan = 0;
+        });
+        let p = guest(&mut k, 0, &[4; 5]);
+        for _ in 0..4 {
+            pass(&mut k);
+        }
+        // Two KSM pages (dups) of two mappings each in one chain; the fifth page waits.
+        assert_eq!((c(&k, "pages_shared"), c(&k, "pages_sharing")), (2, 2));
+        assert_eq!(c(&k, "stable_node_chains"), 1);
+        assert_eq!(c(&k, "stable_node_dups"), 2);
+        let mut per_dup = BTreeMap::new();
+        for v in 0..5 {
+            if let Some((sid, _, _)) = k.ksm_stable_node_of(p, v) {
+                *per_dup.entry(sid).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(per_dup.values().copied().collect::<Vec<_>>(), vec![2, 2]);
+        // A write frees room in one dup: the waiting page joins it (the fullest candidate).
+        k.ksm_wp_fault(p, 0, NodeId(0), SimTime::ZERO).unwrap();
+        assert_eq!(c(&k, "pages_sharing"), 1);
+        k.procs[p as usize].ptes[0] |= PTE_SOFTDIRTY;
+        pass(&mut k);
+        assert_eq!(c(&k, "pages_sharing"), 2);
+    }
+
+    #[test]
+    fn zero_pages_merge_into_the_zero_page_with_use_zero_pages() {
+        for zp in [1, 0] {
+            let mut k = kernel(|c| c.use_zero_pages = zp);
+            let p = guest(&mut k, 0, &[0, 0, 0, 8]);
+            let free0 = k.nodes[0].free;
+            pass(&mut k);
+            pass(&mut k);
+            if zp == 1 {
+                assert_eq!(c(&k, "ksm_zero_pages"), 3);
+                assert_eq!(c(&k, "pages_shared"), 0);
+                assert_eq!(k.nodes[0].free, free0 + 3, "the three frames are freed");
+                assert!(k.procs[p as usize].ptes[0] & PTE_KSM_ZERO != 0);
+                assert_eq!(
+                    c(&k, "general_profit"),
+                    3 * PAGE_SIZE as i64 - c(&k, "rmap_items") * RMAP_ITEM_BYTES
+                );
+                // A store to the zero page gets a private copy.
+                k.ksm_wp_fault(p, 1, NodeId(0), SimTime::ZERO).unwrap();
+                assert_eq!(c(&k, "ksm_zero_pages"), 2);
+                assert_eq!(k.ksm_stat(p).unwrap().1, 2);
+                k.check_invariants().unwrap();
+            } else {
+                assert_eq!(c(&k, "ksm_zero_pages"), 0);
+                assert_eq!((c(&k, "pages_shared"), c(&k, "pages_sharing")), (1, 2));
+                assert_eq!(k.nodes[0].free, free0 + 2);
+            }
+        }
+    }
+
+    #[test]
+    fn a_write_to_a_merged_page_breaks_sharing_by_copy_on_write() {
+        let mut k = kernel(|_| {});
+        let p = guest(&mut k, 0, &[6, 6]);
+        pass(&mut k);
+        pass(&mut k);
+        let (sid, _, _) = k.ksm_stable_node_of(p, 0).unwrap();
+        assert_eq!(k.ksm_stable_mappings(sid), 2);
+        // The writer runs on node 1; its policy binds it to node 0, so the copy is there.
+        let cost = k.ksm_wp_fault(p, 1, NodeId(1), SimTime::ZERO).unwrap();
+        assert_eq!(cost, tiermem_core::ksm::KsmCosts::default().cow_fault);
+        assert!(!is_ksm(&k, p, 1));
+        assert!(k.procs[p as usize].ptes[1] & PTE_DIRTY != 0);
+        assert_eq!((c(&k, "pages_shared"), c(&k, "pages_sharing")), (1, 0));
+        assert_eq!(c(&k, "cow_ksm"), 1);
+        k.check_invariants().unwrap();
+        // The last mapping's write frees the KSM page.
+        let free = k.nodes[0].free;
+        k.ksm_wp_fault(p, 0, NodeId(0), SimTime::ZERO).unwrap();
+        assert_eq!(c(&k, "pages_shared"), 0);
+        assert_eq!(k.nodes[0].free, free, "one page copied, the KSM page freed");
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_migrated_ksm_page_moves_to_its_new_nodes_tree() {
+        let mut k = kernel(|c| c.merge_across_nodes = 0);
+        let a = guest(&mut k, 0, &[2, 2]);
+        let b = guest(&mut k, 1, &[2]);
+        pass(&mut k);
+        pass(&mut k);
+        let (sid, node, tree) = k.ksm_stable_node_of(a, 0).unwrap();
+        assert_eq!((node, tree), (0, 0));
+        // Migrate the KSM page to node 1 (as demotion or move_pages would).
+        let pfn = pte_pfn(k.procs[a as usize].ptes[0]);
+        k.nodes[0].lru_del(pfn);
+        k.migrate_frame(0, pfn, 1, false);
+        for v in 0..2 {
+            assert_eq!(
+                pte_node(k.procs[a as usize].ptes[v]),
+                1,
+                "every mapping follows"
+            );
+        }
+        assert_eq!(k.ksm_stable_node_of(a, 1).unwrap(), (sid, 1, 0));
+        k.check_invariants().unwrap();
+        // ksmd finds the node on the wrong tree and relinks it; then node 1's page merges in.
+        pass(&mut k);
+        assert_eq!(k.ksm_stable_node_of(a, 0).unwrap(), (sid, 1, 1));
+        pass(&mut k);
+        assert_eq!(k.ksm_stable_node_of(b, 0).map(|x| x.0), Some(sid));
+        assert_eq!(k.ksm_stable_mappings(sid), 3);
+    }
+
+    #[test]
+    fn reclaim_sees_references_through_every_mapping() {
+        let mut k = kernel(|_| {});
+        let p = guest(&mut k, 0, &[1, 1, 1]);
+        pass(&mut k);
+        pass(&mut k);
+        let (sid, _, _) = k.ksm_stable_node_of(p, 0).unwrap();
+        for v in 0..3 {
+            k.procs[p as usize].ptes[v] |= PTE_ACCESSED;
+        }
+        assert_eq!(k.ksm_folio_referenced(sid), 3);
+        assert_eq!(k.ksm_folio_referenced(sid), 0, "test-and-clear");
+    }
+
+    #[test]
+    fn smart_scan_skips_pages_that_keep_failing_to_merge() {
+        for smart in [1, 0] {
+            let mut k = kernel(|c| c.smart_scan = smart);
+            guest(&mut k, 0, &[11, 12, 13, 14]);
+            for _ in 0..8 {
+                pass(&mut k);
+            }
+            let skipped = c(&k, "pages_skipped");
+            if smart == 1 {
+                // Ages 0..2 are never skipped; from age 3 every other visit, then rarer.
+                assert!(skipped > 0 && skipped < 4 * 8, "{skipped}");
+            } else {
+                assert_eq!(skipped, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn the_advisor_owns_pages_to_scan() {
+        let mut k = kernel(|_| {});
+        guest(&mut k, 0, &[1; 64]);
+        let now = SimTime::ZERO;
+        k.ksm_sysfs_write("advisor_mode", "scan-time", now).unwrap();
+        assert_eq!(k.ksm_sysfs_read("pages_to_scan").unwrap(), "500");
+        assert_eq!(
+            k.ksm_sysfs_read("advisor_mode").unwrap(),
+            "none [scan-time]"
+        );
+        assert!(matches!(
+            k.ksm_sysfs_write("pages_to_scan", "100", now),
+            Err(KsmError::Invalid { .. })
+        ));
+        // One pass in well under a second with almost no CPU: scan_time = 1 s, cpu% = 1,
+        // factor = 200·100/1, pages = 500·100/20000 · change(30)/100 = 0; per_page_cost =
+        // 500/1, so the floor per_page_cost × KSM_ADVISOR_MIN_CPU = 5000 wins.
+        pass(&mut k);
+        assert_eq!(k.ksm_sysfs_read("pages_to_scan").unwrap(), "5000");
+        // The next pass: per_page_cost = 5000, floor 50000, capped by advisor_max_pages_to_scan.
+        pass(&mut k);
+        assert_eq!(k.ksm_sysfs_read("pages_to_scan").unwrap(), "30000");
+        k.ksm_sysfs_write("advisor_mode", "none", now).unwrap();
+        assert_eq!(k.ksm_sysfs_read("pages_to_scan").unwrap(), "100");
+    }
+
+    #[test]
+    fn exit_drops_mappings_and_rmap_items() {
+        let mut k = kernel(|_| {});
+        let a = guest(&mut k, 0, &[1, 2, 3]);
+        let b = guest(&mut k, 0, &[1, 2, 4]);
+        pass(&mut k);
+        pass(&mut k);
+        assert_eq!(c(&k, "pages_shared"), 2);
+        k.exit_process(a);
+        k.check_invariants().unwrap();
+        // b's pages are KSM pages with one mapping left.
+        assert_eq!((c(&k, "pages_shared"), c(&k, "pages_sharing")), (2, 0));
+        assert_eq!(c(&k, "rmap_items"), 3);
+        k.exit_process(b);
+        k.check_invariants().unwrap();
+        assert_eq!(c(&k, "pages_shared"), 0);
+        assert_eq!(c(&k, "rmap_items"), 0);
+        assert_eq!(k.nodes[0].used_user(), 0);
+    }
+
+    #[test]
+    fn unmergeable_and_prctl_enrolment() {
+        let mut k = kernel(|_| {});
+        let p = guest(&mut k, 0, &[1, 1]);
+        pass(&mut k);
+        pass(&mut k);
+        assert_eq!(c(&k, "pages_sharing"), 1);
+        k.ksm_madvise_unmergeable(p, 0, SimTime::ZERO).unwrap();
+        assert_eq!((c(&k, "pages_shared"), c(&k, "rmap_items")), (0, 0));
+        pass(&mut k);
+        pass(&mut k);
+        assert_eq!(c(&k, "pages_shared"), 0, "no longer VM_MERGEABLE");
+        k.ksm_set_merge_any(p).unwrap();
+        pass(&mut k);
+        pass(&mut k);
+        assert_eq!(c(&k, "pages_sharing"), 1);
+    }
 
     #[test]
     fn skip_age_follows_smart_scan_steps() {
@@ -1281,5 +1688,61 @@ mod tests {
         k.pages_shared = 5;
         k.pages_unshared = 3;
         assert_eq!(k.pages_volatile(), 30 - 5 - 10 - 3);
+    }
+
+    fn vm_config(ksm: &str) -> tiermem_core::config::SimConfig {
+        let text = format!(
+            "duration = \"2s\"\n[machine]\nname = \"t\"\nremote_latency = \"distance\"\n\
+             [[machine.nodes]]\nid = 0\ncpus = 2\nsocket = 0\ncapacity = \"64MiB\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n\
+             [[machine.nodes]]\nid = 1\ncpus = 2\nsocket = 1\ncapacity = \"64MiB\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n\
+             {ksm}\n[[workloads]]\ntype = \"vm_guest\"\nguests = 4\nguest_mem = \"1MiB\"\nshared_write_pct_per_s = 20.0\n\
+             unique_write_pct_per_s = 20.0\nprobe_start = \"1.5s\"\nprobe_duration = \"0.1s\"\n"
+        );
+        tiermem_core::config::SimConfig::from_toml_str(&text, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn guests_merge_and_writes_from_the_access_loop_break_cow() {
+        let cfg = vm_config("[kernel.ksm]\nrun = 1\npages_to_scan = 200\n");
+        let mut sim = crate::engine::Simulation::new(&cfg).unwrap();
+        let r = sim.run(&mut |_| {}).unwrap();
+        sim.kernel.check_invariants().unwrap();
+        let ksm = r.summary.ksm.as_ref().unwrap();
+        assert!(ksm.sysfs["full_scans"] >= 3);
+        assert!(ksm.sysfs["pages_sharing"] > 100, "{:?}", ksm.sysfs);
+        assert!(
+            ksm.sysfs["cow_ksm"] > 0,
+            "stores to merged pages fault and copy"
+        );
+        assert!(
+            ksm.sysfs["pages_volatile"] > 0,
+            "unique writes make pages volatile"
+        );
+        assert!(ksm.ksmd_cpu_seconds > 0.0);
+        assert_eq!(
+            ksm.memory_saved_bytes,
+            (ksm.sysfs["pages_sharing"] + ksm.sysfs["ksm_zero_pages"]) as u64 * PAGE_SIZE
+        );
+        // Same config and seed: byte-identical summary.
+        let again = crate::engine::Simulation::new(&cfg)
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap();
+        assert_eq!(
+            serde_json::to_string(&r.summary).unwrap(),
+            serde_json::to_string(&again.summary).unwrap()
+        );
+    }
+
+    #[test]
+    fn without_ksm_guests_run_and_the_summary_has_no_ksm_section() {
+        let cfg = vm_config("");
+        let mut sim = crate::engine::Simulation::new(&cfg).unwrap();
+        assert!(sim.kernel.ksm.is_none());
+        let r = sim.run(&mut |_| {}).unwrap();
+        sim.kernel.check_invariants().unwrap();
+        let j = serde_json::to_value(&r.summary).unwrap();
+        assert!(j.get("ksm").is_none());
+        assert_eq!(j["workloads"][0]["guests"].as_array().unwrap().len(), 4);
     }
 }
