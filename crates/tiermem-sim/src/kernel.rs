@@ -1037,6 +1037,7 @@ impl Kernel {
             .map(|p| p.ptes.capacity() * 8)
             .sum::<usize>()
             + self.nodes.iter().map(|n| n.host_bytes()).sum::<usize>()
+            + self.ksm.as_ref().map_or(0, |k| k.host_bytes())
     }
 
     /// Check the memory invariants; returns a description of the first violation.

@@ -242,6 +242,23 @@ impl Ksm {
         }
     }
 
+    /// Host memory of the KSM tables: content ids and rmap-item index per virtual page,
+    /// rmap items, stable nodes (tree maps excluded).
+    pub fn host_bytes(&self) -> usize {
+        self.content.iter().map(|c| c.capacity() * 4).sum::<usize>()
+            + self
+                .mm
+                .iter()
+                .map(|m| m.item_of.capacity() * 4)
+                .sum::<usize>()
+            + self.items.capacity() * std::mem::size_of::<RmapItem>()
+            + self
+                .stable
+                .iter()
+                .map(|s| std::mem::size_of::<StableNode>() + s.rmap.capacity() * 4)
+                .sum::<usize>()
+    }
+
     /// `pages_volatile`.
     pub fn pages_volatile(&self) -> u64 {
         self.rmap_items
