@@ -1762,4 +1762,30 @@ mod tests {
         assert!(j.get("ksm").is_none());
         assert_eq!(j["workloads"][0]["guests"].as_array().unwrap().len(), 4);
     }
+
+    #[test]
+    fn ksm_pages_survive_demotion_under_memory_pressure() {
+        // 24 MiB of guests on a 16 MiB DRAM node with a CXL node below it: reclaim demotes
+        // pages, KSM pages among them (every mapping follows), and with per-node trees
+        // ksmd relinks the demoted KSM pages into the CXL node's tree.
+        let text = "duration = \"3s\"\n[machine]\nname = \"t\"\n\
+             [[machine.nodes]]\nid = 0\ncpus = 2\ncapacity = \"16MiB\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n\
+             [[machine.nodes]]\nid = 1\ncapacity = \"64MiB\"\nkind = \"cxl\"\nread_latency = \"200ns\"\nread_bandwidth = \"10GB/s\"\n\
+             [kernel]\ndemotion_enabled = true\n[kernel.ksm]\nrun = 1\npages_to_scan = 400\nmerge_across_nodes = 0\n\
+             [[workloads]]\ntype = \"vm_guest\"\nguests = 6\nguest_mem = \"4MiB\"\n\
+             shared_write_pct_per_s = 5.0\nprobe_start = \"2s\"\nprobe_duration = \"0.5s\"\n";
+        let cfg = tiermem_core::config::SimConfig::from_toml_str(text, "t.toml").unwrap();
+        let mut sim = crate::engine::Simulation::new(&cfg).unwrap();
+        let r = sim.run(&mut |_| {}).unwrap();
+        sim.kernel.check_invariants().unwrap();
+        assert!(r.summary.vmstat["pgdemote_kswapd"] + r.summary.vmstat["pgdemote_direct"] > 0);
+        let ksm = sim.kernel.ksm.as_ref().unwrap();
+        let on_cxl = ksm
+            .stable
+            .iter()
+            .filter(|s| s.live && s.node == 1)
+            .inspect(|s| assert_eq!(s.tree, 1, "a KSM page on node 1 ends in node 1's tree"))
+            .count();
+        assert!(on_cxl > 0, "some KSM pages live on the CXL node");
+    }
 }
