@@ -802,7 +802,9 @@ impl Kernel {
                 break;
             }
             let now = k.next_wake;
-            let cost = self.ksm_do_scan(&mut k, now);
+            // A wake-up costs at least the scheduling round trip (and keeps time moving
+            // with pages_to_scan = sleep_millisecs = 0).
+            let cost = self.ksm_do_scan(&mut k, now).max(SimDuration::from_us(1));
             k.cpu_time += cost;
             k.pass_cpu += cost;
             k.next_wake =
