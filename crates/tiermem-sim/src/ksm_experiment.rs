@@ -180,3 +180,48 @@ pub fn seed_003_ksm_numa(scale: Scale) -> Experiment {
         ],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermem_core::config::SimConfig;
+
+    #[test]
+    fn hop_counts_follow_the_glueless_topologies() {
+        assert_eq!(hops(2, 0, 1), 1);
+        assert_eq!((hops(4, 0, 1), hops(4, 0, 2), hops(4, 3, 0)), (1, 2, 1));
+        assert_eq!((hops(8, 0, 7), hops(8, 1, 2), hops(8, 5, 4)), (3, 2, 1));
+    }
+
+    #[test]
+    #[ignore = "slow: six simulations (~6 s in release)"]
+    fn seed_003_directions_hold() {
+        let e = seed_003_ksm_numa(Scale::Reduced);
+        let mut spread = BTreeMap::new();
+        let mut saved = BTreeMap::new();
+        for v in &e.variants {
+            let cfg = SimConfig::from_value(&v.config, &v.name).unwrap();
+            let r = crate::engine::Simulation::new(&cfg)
+                .unwrap()
+                .run(&mut |_| {})
+                .unwrap();
+            let s = serde_json::to_value(&r.summary).unwrap();
+            let key = (
+                v.labels["nodes"] as u32,
+                v.labels["merge_across_nodes"] as u32,
+            );
+            spread.insert(
+                key,
+                s["workloads"][0]["access_time_spread_pct"]
+                    .as_f64()
+                    .unwrap(),
+            );
+            saved.insert(key, s["ksm"]["memory_saved_bytes"].as_u64().unwrap());
+        }
+        for n in [2, 4, 8] {
+            assert!(spread[&(n, 0)] < spread[&(n, 1)], "{n} nodes: {spread:?}");
+            assert!(saved[&(n, 1)] >= saved[&(n, 0)], "{n} nodes: {saved:?}");
+        }
+        assert!(spread[&(2, 1)] < spread[&(4, 1)] && spread[&(4, 1)] < spread[&(8, 1)]);
+    }
+}
