@@ -130,6 +130,18 @@ pub fn seed_003_ksm_numa(scale: Scale) -> Experiment {
         derive: Vec::new(),
         plots: vec![
             PlotSpec {
+                file: "ksm-spread-vs-published.png".into(),
+                kind: "bar".into(),
+                title: "Std-dev of guest access times, % of mean (dashed: published)".into(),
+                x: None,
+                y: vec!["workloads[0].access_time_spread_pct".into()],
+                variants: None,
+                xlabel: None,
+                ylabel: Some("std-dev / mean (%)".into()),
+                logx: false,
+                timeline_kind: None,
+            },
+            PlotSpec {
                 file: "ksm-spread.png".into(),
                 kind: "line".into(),
                 title: "Spread of guest access times (std-dev % of mean), merge_across_nodes = 1".into(),
