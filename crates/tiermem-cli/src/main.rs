@@ -342,6 +342,10 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::Hotregions { name, accesses, run_seconds } => {
                 println!("{name}: {accesses} accesses in {run_seconds:.2} s")
             }
+            tiermem_sim::workload::WorkloadResult::VmGuest { name, guests, access_time_spread_pct, mean_access_ns, .. } => println!(
+                "{name}: {} guests, probe {mean_access_ns:.1} ns per access, spread (population std-dev / mean) {access_time_spread_pct:.3} %",
+                guests.len()
+            ),
         }
     }
     for k in &s.damon {
@@ -359,6 +363,18 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
                 sc.stats.qt_exceeds
             );
         }
+    }
+    if let Some(k) = &s.ksm {
+        println!(
+            "ksm: pages_shared {} pages_sharing {} ksm_zero_pages {} full_scans {} general_profit {} B, saved {}, ksmd CPU {:.2} %",
+            k.sysfs["pages_shared"],
+            k.sysfs["pages_sharing"],
+            k.sysfs["ksm_zero_pages"],
+            k.sysfs["full_scans"],
+            k.sysfs["general_profit"],
+            tiermem_core::units::Bytes(k.memory_saved_bytes),
+            k.ksmd_cpu_pct
+        );
     }
     let interesting = [
         "pgfault",

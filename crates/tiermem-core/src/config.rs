@@ -137,6 +137,9 @@ pub struct KernelConfig {
     /// DAMON contexts and modules (`[kernel.damon]`, see `damon.rs`); none by default.
     #[serde(default)]
     pub damon: crate::damon::DamonConfig,
+    /// KSM (`[kernel.ksm]`); absent = a kernel without KSM (no per-page content table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ksm: Option<crate::ksm::KsmConfig>,
 }
 
 fn default_wsf() -> u32 {
@@ -155,6 +158,7 @@ impl Default for KernelConfig {
             zram: None,
             costs: KernelCosts::default(),
             damon: Default::default(),
+            ksm: None,
         }
     }
 }
@@ -387,6 +391,8 @@ pub enum WorkloadConfig {
     Parsec(crate::damon_workloads::ParsecConfig),
     /// Synthetic workload with known hot regions.
     Hotregions(crate::damon_workloads::HotRegionsConfig),
+    #[serde(rename = "vm_guest")]
+    VmGuest(crate::ksm::VmGuestConfig),
 }
 
 impl WorkloadConfig {
@@ -397,6 +403,7 @@ impl WorkloadConfig {
             WorkloadConfig::Mlc(_) => "mlc",
             WorkloadConfig::Parsec(_) => "parsec",
             WorkloadConfig::Hotregions(_) => "hotregions",
+            WorkloadConfig::VmGuest(_) => "vm_guest",
         }
     }
 }
@@ -713,6 +720,9 @@ impl SimConfig {
                 ));
             }
         }
+        if let Some(ksm) = &k.ksm {
+            ksm.validate()?;
+        }
         if let Some(z) = &k.zram {
             if !(z.compression_ratio >= 1.0 && z.compression_ratio <= 64.0) {
                 return Err(ConfigError::invalid(
@@ -902,6 +912,12 @@ impl SimConfig {
                         check_node(key("cpu_node"), c, true)?;
                     }
                 }
+                WorkloadConfig::VmGuest(g) => {
+                    g.validate(&format!("workloads[{i}]"))?;
+                    for (j, c) in g.cpu_nodes.iter().enumerate() {
+                        check_node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
+                    }
+                }
             }
         }
         Ok(())
@@ -916,7 +932,7 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
     let ty = table.get("type").and_then(|t| t.as_str()).ok_or_else(|| {
         ConfigError::invalid(
             format!("{prefix}.type"),
-            "missing: one of \"pmbench\", \"stream\", \"mlc\"",
+            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"parsec\", \"hotregions\", \"vm_guest\"",
         )
     })?;
     let mut rest = table.clone();
@@ -928,11 +944,12 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
         "mlc" => WorkloadConfig::Mlc(typed(rest, &prefix)?),
         "parsec" => WorkloadConfig::Parsec(typed(rest, &prefix)?),
         "hotregions" => WorkloadConfig::Hotregions(typed(rest, &prefix)?),
+        "vm_guest" => WorkloadConfig::VmGuest(typed(rest, &prefix)?),
         other => {
             return Err(ConfigError::invalid(
                 format!("{prefix}.type"),
                 format!(
-                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"parsec\" or \"hotregions\""
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"parsec\", \"hotregions\" or \"vm_guest\""
                 ),
             ))
         }

@@ -26,6 +26,7 @@
 pub mod config;
 pub mod damon;
 pub mod damon_workloads;
+pub mod ksm;
 pub mod mempolicy;
 pub mod presets;
 pub mod timing;

@@ -129,6 +129,26 @@ pub struct MachineConfig {
     /// used by workloads that do not set their own. Default 50 ns (`workload-models.md` §1).
     #[serde(default = "default_cpu_per_access")]
     pub cpu_per_access: SimDuration,
+    /// How the extra latency of a remote access is derived: `socket` (default: a flat
+    /// `cross_socket_latency` for any other socket) or `distance` (scaled by the SLIT
+    /// distance, see [`RemoteLatency`]).
+    #[serde(default)]
+    pub remote_latency: RemoteLatency,
+}
+
+/// How remote-access latency is derived (`[machine] remote_latency`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemoteLatency {
+    /// A CPU on another socket pays `cross_socket_latency` (one hop), whatever the distance.
+    #[default]
+    Socket,
+    /// A CPU on another node pays `cross_socket_latency × (distance − 10) / 11`: one
+    /// interconnect hop (SLIT 21) pays `cross_socket_latency`, two hops (SLIT 32) twice
+    /// that. SLIT distances are defined as relative memory latency (ACPI 6.x §5.2.17), so
+    /// multi-hop machines (4-socket rings, 8-socket cubes) get their latency ladder from the
+    /// distance matrix.
+    Distance,
 }
 
 fn default_machine_name() -> String {
@@ -193,6 +213,7 @@ pub struct Topology {
     pub nodes: Vec<Node>,
     pub distances: Vec<Vec<u32>>,
     pub cross_socket_latency: SimDuration,
+    pub remote_latency: RemoteLatency,
     pub cpu_per_access: SimDuration,
     /// Tiers sorted fastest first.
     pub tiers: Vec<MemoryTier>,
@@ -437,6 +458,7 @@ impl Topology {
             nodes,
             distances,
             cross_socket_latency: cfg.cross_socket_latency,
+            remote_latency: cfg.remote_latency,
             cpu_per_access: cfg.cpu_per_access,
             tiers,
             top_tier_adistance,
@@ -476,10 +498,15 @@ impl Topology {
         } else {
             m.read_latency
         };
-        if self.nodes[cpu_node.idx()].socket != m.socket {
-            base + self.cross_socket_latency
-        } else {
-            base
+        match self.remote_latency {
+            RemoteLatency::Socket if self.nodes[cpu_node.idx()].socket != m.socket => {
+                base + self.cross_socket_latency
+            }
+            RemoteLatency::Socket => base,
+            RemoteLatency::Distance => {
+                let d = self.distances[cpu_node.idx()][mem_node.idx()].saturating_sub(10) as u64;
+                SimDuration(base.0 + self.cross_socket_latency.0 * d / 11)
+            }
         }
     }
 
@@ -561,6 +588,7 @@ mod tests {
             nodes,
             distances: None,
             cross_socket_latency: SimDuration::from_ns(60),
+            remote_latency: RemoteLatency::Socket,
             adistance: AdistanceSource::Hmat,
             cpu_per_access: SimDuration::from_ns(50),
         }

@@ -10,7 +10,9 @@
 //! Call order: [`Simulation::new`] → [`Simulation::run`] (once) → results.
 
 use crate::kernel::Kernel;
-use crate::mem::{pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE};
+use crate::mem::{
+    pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY, PTE_SOFTDIRTY,
+};
 use crate::timing::{ThreadMix, TimingModel};
 use crate::vmstat::Vm;
 use crate::workload::{
@@ -155,6 +157,22 @@ pub struct Summary {
     /// kdamonds (present when `[kernel.damon]` configures any).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub damon: Vec<crate::damon::KdamondSummary>,
+    /// KSM (`/sys/kernel/mm/ksm/*` by file name, plus `cow_ksm`, `rmap_items`,
+    /// `memory_saved_bytes` and ksmd's CPU time); only for kernels with KSM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ksm: Option<KsmSummary>,
+}
+
+/// KSM results at the end of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct KsmSummary {
+    /// sysfs files and counters by name.
+    pub sysfs: BTreeMap<String, i64>,
+    /// `(pages_sharing + ksm_zero_pages) × PAGE_SIZE`: memory KSM saves.
+    pub memory_saved_bytes: u64,
+    pub ksmd_cpu_seconds: f64,
+    /// ksmd CPU time / run time, %.
+    pub ksmd_cpu_pct: f64,
 }
 
 /// Progress of a run, reported to the caller's callback.
@@ -433,6 +451,7 @@ impl Simulation {
                     stop / 1_000_000,
                 );
             }
+            self.kernel.run_ksmd(SimTime(stop));
             // Barriers: release a group when every unfinished member waits.
             let mut released = false;
             for g in 0..self.groups.len() {
@@ -492,7 +511,14 @@ impl Simulation {
 
     /// Execute one thread until its clock reaches `stop`, it blocks, or it finishes.
     fn run_thread(&mut self, ti: usize, stop: u64) -> Result<(), SimError> {
-        const DIRTY: [u64; NR_KINDS] = [0, PTE_DIRTY, PTE_DIRTY, 0, 0, PTE_DIRTY, PTE_DIRTY, 0];
+        // Stores set the dirty bit and the soft-dirty bit KSM reads contents through.
+        const W: u64 = PTE_DIRTY | PTE_SOFTDIRTY;
+        const DIRTY: [u64; NR_KINDS] = [0, W, W, 0, 0, W, W, 0];
+        // Bits that must read PRESENT alone for the access to proceed: stores also fault on
+        // write-protected (KSM) pages.
+        const R: u64 = PTE_PRESENT | PTE_PROTNONE;
+        const WP: u64 = R | PTE_RDONLY;
+        const FAULT_MASK: [u64; NR_KINDS] = [R, WP, WP, R, R, WP, WP, R];
         loop {
             let th = &mut self.threads[ti];
             if !self.kernel.procs[th.proc as usize].alive {
@@ -553,11 +579,11 @@ impl Simulation {
                 }
                 let a = th.buf[i];
                 let e = ptes[a.idx as usize];
-                if e & (PTE_PRESENT | PTE_PROTNONE) != PTE_PRESENT {
+                let kind = a.kind as usize;
+                if e & FAULT_MASK[kind] != PTE_PRESENT {
                     fault = Some(a);
                     break;
                 }
-                let kind = a.kind as usize;
                 ptes[a.idx as usize] = e | PTE_ACCESSED | DIRTY[kind];
                 let slot = pte_node(e) * NR_KINDS + kind;
                 let lines = a.lines as u64;
@@ -591,10 +617,15 @@ impl Simulation {
                     th.win_active += cost.ps();
                     continue;
                 }
-                match self
-                    .kernel
-                    .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
-                {
+                let result = if pte & PTE_PRESENT != 0 {
+                    // A store to a write-protected KSM or zero page: copy on write.
+                    debug_assert!(write && pte & PTE_RDONLY != 0);
+                    self.kernel.ksm_wp_fault(proc, a.idx, cpu, SimTime(clock))
+                } else {
+                    self.kernel
+                        .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
+                };
+                match result {
                     Ok(cost) => {
                         // The page fill: 64 streaming stores to the new page's node.
                         let node = pte_node(self.kernel.procs[proc as usize].ptes[a.idx as usize]);
@@ -872,6 +903,16 @@ impl Simulation {
                 0.0
             },
             damon: crate::damon::summaries(&self.kdamonds, SimTime(self.now).secs_f64()),
+            ksm: self.kernel.ksm_counters().map(|sysfs| {
+                let saved = (sysfs["pages_sharing"] + sysfs["ksm_zero_pages"]).max(0) as u64;
+                let cpu = self.kernel.ksmd_cpu_time().secs_f64();
+                KsmSummary {
+                    sysfs,
+                    memory_saved_bytes: saved * PAGE_SIZE,
+                    ksmd_cpu_seconds: cpu,
+                    ksmd_cpu_pct: 100.0 * cpu / sim_secs,
+                }
+            }),
         };
         SimResult {
             summary,

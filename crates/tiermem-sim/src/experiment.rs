@@ -206,6 +206,7 @@ pub fn builtins() -> Vec<(&'static str, &'static str)> {
         ("seed-001-hot-page-selection", "Seed 001: MRU base, hot-page selection, rate limit and auto threshold on DRAM + Optane (pmbench 80:20)"),
         ("seed-000-tiering", "Seed 000: NUMA balancing off / NORMAL / memory tiering on DRAM + Optane, and the rejected choice a"),
         ("seed-004-damon-reclaim", "DAMON_RECLAIM with time quotas and prioritisation on PARSEC3/SPLASH-2X-shaped workloads (reduced scale; -full for full scale), against the RFC's table"),
+        ("seed-003-ksm-numa", "KSM with merge_across_nodes 1 and 0 on 2-, 4- and 8-node machines: spread of guest access times, pages shared"),
     ]
 }
 
@@ -220,6 +221,12 @@ pub fn builtin(name: &str) -> Option<Experiment> {
         "seed-004-damon-reclaim-full" => {
             Some(crate::experiment_damon::seed_004_damon_reclaim(true))
         }
+        "seed-003-ksm-numa" => Some(crate::ksm_experiment::seed_003_ksm_numa(
+            crate::ksm_experiment::Scale::Reduced,
+        )),
+        "seed-003-ksm-numa-full" => Some(crate::ksm_experiment::seed_003_ksm_numa(
+            crate::ksm_experiment::Scale::Full,
+        )),
         _ => None,
     }
 }

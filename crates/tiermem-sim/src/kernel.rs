@@ -190,6 +190,8 @@ pub struct Kernel {
     pub numa: crate::numa::NumaState,
     /// Processes killed by the OOM killer, in order.
     pub oom_victims: Vec<u16>,
+    /// KSM (`[kernel.ksm]`): page contents, ksmd, the trees. `None` without KSM.
+    pub ksm: Option<Box<crate::ksm::Ksm>>,
 }
 
 /// `NUMA_BALANCING_MEMORY_TIERING`.
@@ -199,6 +201,7 @@ impl Kernel {
     pub fn new(topo: Topology, cfg: KernelConfig, rng: Xoshiro256PlusPlus) -> Self {
         let n = topo.nr_nodes();
         let numa_balancing = cfg.numa_balancing;
+        let ksm = Self::ksm_init(cfg.ksm.as_ref(), n);
         let mut nodes: Vec<NodeMem> = topo
             .nodes
             .iter()
@@ -237,6 +240,7 @@ impl Kernel {
                 ..Default::default()
             },
             oom_victims: Vec::new(),
+            ksm,
         }
     }
 
@@ -250,7 +254,7 @@ impl Kernel {
         vmas: Vec<(String, u32, Option<MemPolicy>)>,
     ) -> u16 {
         let id = self.procs.len();
-        assert!(id < OWNER_FREE as usize, "too many processes");
+        assert!(id < OWNER_KSM as usize, "too many processes");
         let mut total = 0u32;
         let mut addr = 0x5555_0000_0000u64;
         let mut out = Vec::new();
@@ -275,6 +279,7 @@ impl Kernel {
             alive: true,
             rss: 0,
         });
+        self.ksm_add_process(id as u16);
         id as u16
     }
 
@@ -451,9 +456,15 @@ impl Kernel {
         }
         self.procs[p as usize].alive = false;
         let ptes = std::mem::take(&mut self.procs[p as usize].ptes);
-        for pte in ptes.iter().copied() {
+        for (vpn, pte) in ptes.iter().copied().enumerate() {
+            if pte & PTE_RDONLY != 0 && pte & PTE_PRESENT != 0 {
+                // A KSM page or the zero page: drop this mapping only.
+                self.ksm_unmap(p, vpn as u32, pte);
+                continue;
+            }
             self.release_pte(pte);
         }
+        self.ksm_exit(p);
         self.procs[p as usize].ptes = vec![0; ptes.len()];
         self.procs[p as usize].rss = 0;
     }
@@ -733,6 +744,9 @@ impl Kernel {
     /// reference clears `PG_idle`, and `PG_young` (left by DAMON's mkold) counts as one.
     fn folio_referenced(&mut self, n: usize, pfn: u32) -> u32 {
         let f = self.nodes[n].frames[pfn as usize];
+        if f.owner == OWNER_KSM {
+            return self.ksm_folio_referenced(f.vpn);
+        }
         let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
         let mut refs = 0;
         if *pte & PTE_ACCESSED != 0 {
@@ -917,9 +931,13 @@ impl Kernel {
             nf.atime = f.atime;
         }
         // remove_migration_pte rebuilds the PTE from the VMA's protection: the NUMA hint is lost.
-        let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
-        let keep = *pte & (PTE_ACCESSED | PTE_DIRTY);
-        *pte = pte_mk(dst, new_pfn) | keep;
+        if f.owner == OWNER_KSM {
+            self.ksm_migrated(f.vpn, dst, new_pfn);
+        } else {
+            let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
+            let keep = *pte & (PTE_ACCESSED | PTE_DIRTY | PTE_SOFTDIRTY);
+            *pte = pte_mk(dst, new_pfn) | keep;
+        }
         // folio_migrate_flags: in tiering mode crossing the top-tier boundary resets the
         // cpupid/access-time field.
         if self.numa_balancing & NUMA_BALANCING_MEMORY_TIERING != 0
@@ -948,6 +966,11 @@ impl Kernel {
     /// Returns the cost, or `None` when no swap space is left.
     pub(crate) fn swap_out(&mut self, n: usize, pfn: u32) -> Option<SimDuration> {
         let f = self.nodes[n].frames[pfn as usize];
+        if f.owner == OWNER_KSM {
+            // Simplification: KSM pages are not swapped (the kernel can swap them through
+            // the rmap walk); reclaim keeps them, demotion may still move them.
+            return None;
+        }
         let mut cost = self.cfg.costs.reclaim_unmap_page;
         let new_pte;
         if let Some((z, area)) = self.zram.as_mut().filter(|(_, a)| a.has_room()) {
@@ -1024,6 +1047,7 @@ impl Kernel {
             .map(|p| p.ptes.capacity() * 8)
             .sum::<usize>()
             + self.nodes.iter().map(|n| n.host_bytes()).sum::<usize>()
+            + self.ksm.as_ref().map_or(0, |k| k.host_bytes())
     }
 
     /// Check the memory invariants; returns a description of the first violation.
@@ -1034,7 +1058,17 @@ impl Kernel {
         let (mut swapped, mut zrammed) = (0u64, 0u64);
         for (pi, p) in self.procs.iter().enumerate() {
             for (vi, &pte) in p.ptes.iter().enumerate() {
-                if pte & PTE_PRESENT != 0 {
+                if pte & PTE_PRESENT != 0 && pte & PTE_RDONLY != 0 {
+                    // KSM mappings are checked against the stable nodes by ksm_check.
+                    if pte & PTE_KSM_ZERO == 0 {
+                        let f = self.nodes[pte_node(pte)].frames[pte_pfn(pte) as usize];
+                        if f.owner != OWNER_KSM {
+                            return Err(format!(
+                                "proc {pi} vpn {vi}: write-protected PTE on a non-KSM frame"
+                            ));
+                        }
+                    }
+                } else if pte & PTE_PRESENT != 0 {
                     let n = pte_node(pte);
                     let f = self.nodes[n]
                         .frames
@@ -1058,6 +1092,7 @@ impl Kernel {
             }
         }
         for (n, node) in self.nodes.iter().enumerate() {
+            user_on_node[n] += node.frames.iter().filter(|f| f.owner == OWNER_KSM).count() as u64;
             let owned = node.frames.iter().filter(|f| f.owner != OWNER_FREE).count() as u64;
             if owned != user_on_node[n] {
                 return Err(format!(
@@ -1078,6 +1113,7 @@ impl Kernel {
                 ));
             }
         }
+        self.ksm_check()?;
         let (s, z) = self.swapped_pages();
         if s != swapped || z != zrammed {
             return Err(format!(

@@ -25,9 +25,12 @@ mod exp_tiering;
 pub mod experiment;
 pub mod experiment_damon;
 pub mod kernel;
+pub mod ksm;
+pub mod ksm_experiment;
 pub mod mem;
 pub mod numa;
 pub mod timing;
+pub mod vm_guest;
 pub mod vmstat;
 pub mod workload;
 

@@ -35,6 +35,14 @@ pub const PTE_PROTNONE: u64 = 1 << 43;
 pub const PTE_SWAP: u64 = 1 << 44;
 /// Swapped out to zram; the low bits hold the slot.
 pub const PTE_ZRAM: u64 = 1 << 45;
+/// Written since KSM last read the page's content (the soft-dirty idea): set by the
+/// access loop together with the dirty bit, cleared when KSM samples the content, so page
+/// contents change on writes without the hot path touching any other table.
+pub const PTE_SOFTDIRTY: u64 = 1 << 46;
+/// Write-protected: a KSM page or the KSM zero page; a write faults (`do_wp_page`).
+pub const PTE_RDONLY: u64 = 1 << 47;
+/// Maps the shared zero page (`use_zero_pages`); there is no frame behind it.
+pub const PTE_KSM_ZERO: u64 = 1 << 48;
 
 /// Build a present PTE.
 #[inline]
@@ -57,6 +65,9 @@ pub fn pte_pfn(pte: u64) -> u32 {
 pub const NIL: u32 = u32::MAX;
 /// Owner value of a free frame.
 pub const OWNER_FREE: u16 = u16::MAX;
+/// Owner value of a KSM page: mapped by several PTEs; `vpn` holds its stable node and
+/// the reverse map is the stable node's list of rmap items (`rmap_walk_ksm`).
+pub const OWNER_KSM: u16 = u16::MAX - 1;
 
 /// Frame flag: on the inactive anon list.
 pub const F_LRU_INACTIVE: u8 = 1;

@@ -319,7 +319,8 @@ impl Kernel {
                 continue;
             }
             *visited += 1;
-            if pte & PTE_PROTNONE != 0 {
+            // change_pte_range skips KSM pages and the zero page (write-protected here).
+            if pte & (PTE_PROTNONE | PTE_RDONLY) != 0 {
                 continue;
             }
             let nid = pte_node(pte);

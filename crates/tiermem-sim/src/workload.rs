@@ -63,6 +63,7 @@ pub enum Generator {
     MlcLat(MlcLatGen),
     Parsec(crate::damon_workloads::ParsecGen),
     HotRegions(crate::damon_workloads::HotRegionsGen),
+    VmGuest(crate::vm_guest::VmGen),
 }
 
 impl Generator {
@@ -76,6 +77,7 @@ impl Generator {
             Generator::MlcLat(g) => g.next(rng, out),
             Generator::Parsec(g) => g.next(rng, out),
             Generator::HotRegions(g) => g.next(rng, out),
+            Generator::VmGuest(g) => g.next(rng, out),
         }
     }
 }
@@ -773,6 +775,14 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                     latency_probe: false,
                 });
             }
+            WorkloadConfig::VmGuest(g) => threads.extend(crate::vm_guest::build(
+                g,
+                wi,
+                cfg.seed,
+                topo,
+                kernel,
+                &mut barrier_groups,
+            )),
         }
     }
     threads
@@ -841,6 +851,18 @@ pub enum WorkloadResult {
         name: String,
         accesses: u64,
         run_seconds: f64,
+    },
+    /// Virtual-machine guests (`vm_guest`): the probe's access times per guest.
+    #[serde(rename = "vm_guest")]
+    VmGuest {
+        name: String,
+        guests: Vec<crate::vm_guest::GuestProbe>,
+        /// Population standard deviation of the guests' mean access times, % of the mean.
+        access_time_spread_pct: f64,
+        /// The same over the memory latency alone.
+        latency_spread_pct: f64,
+        /// Mean over guests of the probe's time per access, ns.
+        mean_access_ns: f64,
     },
 }
 
@@ -943,6 +965,51 @@ pub fn results(
                     run_seconds: r
                         .and_then(|r| r.run_start.zip(r.run_end))
                         .map_or(0.0, |(s, e)| e.since(s).secs_f64()),
+                });
+            }
+            WorkloadConfig::VmGuest(g) => {
+                group += g.guests as usize;
+                let nodes = tiermem_core::topology::Topology::new(&cfg.machine)
+                    .map(|t| crate::vm_guest::guest_nodes(g, &t))
+                    .unwrap_or_default();
+                let guests: Vec<crate::vm_guest::GuestProbe> = rs
+                    .iter()
+                    .filter(|r| r.latency_probe)
+                    .enumerate()
+                    .map(|(gi, r)| {
+                        let secs = match (r.run_start, r.run_end) {
+                            (Some(s), Some(e)) => e.since(s).secs_f64(),
+                            _ => 0.0,
+                        };
+                        crate::vm_guest::GuestProbe {
+                            guest: gi as u32,
+                            node: nodes.get(gi).map_or(0, |n| n.0),
+                            mean_access_ns: if r.run_accesses > 0 {
+                                secs * 1e9 / r.run_accesses as f64
+                            } else {
+                                0.0
+                            },
+                            mean_latency_ns: if r.run_lines > 0 {
+                                r.run_latency_ps as f64 / r.run_lines as f64 / 1e3
+                            } else {
+                                0.0
+                            },
+                            accesses: r.run_accesses,
+                        }
+                    })
+                    .collect();
+                let acc: Vec<f64> = guests.iter().map(|x| x.mean_access_ns).collect();
+                let lat: Vec<f64> = guests.iter().map(|x| x.mean_latency_ns).collect();
+                out.push(WorkloadResult::VmGuest {
+                    name: g.name.clone().unwrap_or_else(|| format!("vm{wi}")),
+                    access_time_spread_pct: crate::vm_guest::spread_pct(&acc),
+                    latency_spread_pct: crate::vm_guest::spread_pct(&lat),
+                    mean_access_ns: if acc.is_empty() {
+                        0.0
+                    } else {
+                        acc.iter().sum::<f64>() / acc.len() as f64
+                    },
+                    guests,
                 });
             }
         }
