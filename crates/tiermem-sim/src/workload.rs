@@ -61,6 +61,7 @@ pub enum Generator {
     Stream(StreamGen),
     MlcBw(MlcBwGen),
     MlcLat(MlcLatGen),
+    Xsbench(crate::xsbench::XsbenchGen),
 }
 
 impl Generator {
@@ -72,6 +73,7 @@ impl Generator {
             Generator::Stream(g) => g.next(out),
             Generator::MlcBw(g) => g.next(out),
             Generator::MlcLat(g) => g.next(rng, out),
+            Generator::Xsbench(g) => g.next(rng, out),
         }
     }
 }
@@ -645,6 +647,7 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                         ("c".into(), pages, None),
                     ],
                 );
+                prepare_regions(kernel, proc, &s.mbind, s.populate);
                 let group = barrier_groups;
                 barrier_groups += 1;
                 for t in 0..s.threads {
@@ -676,6 +679,7 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                     vmas.push(("latbuf".into(), lat_pages, None));
                 }
                 let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas);
+                prepare_regions(kernel, proc, &m.mbind, m.populate);
                 let group = barrier_groups;
                 barrier_groups += 1;
                 let per_line = SimDuration::from_ns_f64(m.delay_cycles as f64 / m.cpu_ghz);
@@ -719,9 +723,68 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                     });
                 }
             }
+            WorkloadConfig::Xsbench(x) => {
+                let name = x.name.clone().unwrap_or_else(|| format!("xsbench{wi}"));
+                let cpu = x.cpu_node.unwrap_or(first_cpu);
+                let bytes = crate::xsbench::XsLayout::region_bytes(x);
+                let pages = bytes.map(|b| b.div_ceil(PAGE_SIZE) as u32);
+                let proc = kernel.add_process(
+                    name,
+                    cpu,
+                    x.policy.clone(),
+                    vec![
+                        ("energy".into(), pages[0], None),
+                        ("index".into(), pages[1], None),
+                        ("nuclide".into(), pages[2], None),
+                    ],
+                );
+                prepare_regions(kernel, proc, &x.mbind, x.populate);
+                let base = [0, pages[0], pages[0] + pages[1]];
+                let layout = std::sync::Arc::new(crate::xsbench::XsLayout::new(x, base));
+                let group = barrier_groups;
+                barrier_groups += 1;
+                for t in 0..x.threads {
+                    threads.push(ThreadSpec {
+                        workload: wi,
+                        proc,
+                        cpu_node: cpu,
+                        // Dependent search reads run one at a time; the row and nuclide reads
+                        // are marked streaming and overlap (STREAM_MLP).
+                        mlp: 1,
+                        cpu_per_access: x.cpu_per_nuclide,
+                        cpu_per_line: SimDuration::ZERO,
+                        cpu_per_line_from_run: false,
+                        start: x.start,
+                        run_duration: None,
+                        barrier_group: Some(group),
+                        generator: Generator::Xsbench(crate::xsbench::XsbenchGen::new(
+                            layout.clone(),
+                            x,
+                            t,
+                        )),
+                        latency_probe: false,
+                    });
+                }
+            }
         }
     }
     threads
+}
+
+/// Apply a workload's `mbind` calls (now, or queued for their time) and populate its
+/// regions up front if asked.
+fn prepare_regions(
+    kernel: &mut Kernel,
+    proc: u16,
+    mbind: &[tiermem_core::config::MbindConfig],
+    populate: tiermem_core::config::Populate,
+) {
+    for m in mbind {
+        kernel.schedule_mbind(proc, m);
+    }
+    if let Err(e) = kernel.populate(proc, populate) {
+        tracing::warn!(?e, "populating the regions failed");
+    }
 }
 
 /// Per-thread figures the engine hands to the workload reports.
@@ -763,6 +826,17 @@ pub enum WorkloadResult {
         add_mbps: f64,
         triad_mbps: f64,
         /// Whether all `ntimes` iterations completed within the simulation.
+        complete: bool,
+    },
+    Xsbench {
+        name: String,
+        threads: u32,
+        /// Lookups performed in the lookup phase.
+        lookups: u64,
+        /// XSBench's figure of merit: lookups / lookup-phase time (the slowest thread's).
+        lookups_per_s: f64,
+        run_seconds: f64,
+        /// Whether every thread finished its lookups within the simulation.
         complete: bool,
     },
     Mlc {
@@ -850,6 +924,30 @@ pub fn results(
             WorkloadConfig::Mlc(m) => {
                 group += 1;
                 out.push(mlc_result(m, wi, &rs))
+            }
+            WorkloadConfig::Xsbench(x) => {
+                group += 1;
+                let start = rs.iter().filter_map(|r| r.run_start).min();
+                let end = rs.iter().filter_map(|r| r.run_end).max();
+                let complete = rs
+                    .iter()
+                    .all(|r| r.run_end.is_some() && r.run_start.is_some());
+                let secs = match (start, end) {
+                    (Some(a), Some(b)) if b > a => b.since(a).secs_f64(),
+                    _ => 0.0,
+                };
+                out.push(WorkloadResult::Xsbench {
+                    name: x.name.clone().unwrap_or_else(|| format!("xsbench{wi}")),
+                    threads: x.threads,
+                    lookups: if complete { x.lookups } else { 0 },
+                    lookups_per_s: if complete && secs > 0.0 {
+                        x.lookups as f64 / secs
+                    } else {
+                        0.0
+                    },
+                    run_seconds: secs,
+                    complete,
+                });
             }
         }
     }
