@@ -277,6 +277,10 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::Mlc { name, bandwidth_mbps, latency_ns, .. } => {
                 println!("{name}: MLC {bandwidth_mbps:.1} MB/s at {latency_ns:.1} ns")
             }
+            tiermem_sim::workload::WorkloadResult::Xsbench { name, lookups_per_s, complete, .. } => println!(
+                "{name}: XSBench {lookups_per_s:.0} lookups/s{}",
+                if *complete { "" } else { " (incomplete: raise duration)" }
+            ),
         }
     }
     let interesting = [
