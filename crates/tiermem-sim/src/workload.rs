@@ -502,7 +502,6 @@ pub struct MlcBwGen {
     prep: BufferPrep,
     seq: &'static [u8],
     page: u32,
-    seq_pos: usize,
 }
 
 impl MlcBwGen {
@@ -511,7 +510,6 @@ impl MlcBwGen {
             prep: BufferPrep::new(base, pages),
             seq: mlc_sequence(traffic),
             page: 0,
-            seq_pos: 0,
         }
     }
 
@@ -519,14 +517,20 @@ impl MlcBwGen {
         if let Some(step) = self.prep.step(out) {
             return step;
         }
-        for _ in 0..BATCH {
-            let kind = self.seq[self.seq_pos] | K_STREAM;
-            self.seq_pos = (self.seq_pos + 1) % self.seq.len();
-            out.push(Access {
-                idx: self.prep.base + self.page,
-                lines: 64,
-                kind,
-            });
+        // The traffic type's kinds alternate line by line, so every page sees the same
+        // mix: each page is split into one access per kind of the sequence (a page-level
+        // alternation would alias with interleaving, sending all reads to some nodes and all
+        // stores to others).
+        let k = self.seq.len() as u8;
+        for _ in 0..BATCH / self.seq.len() {
+            for (j, &kind) in self.seq.iter().enumerate() {
+                let lines = 64 / k + u8::from((j as u8) < 64 % k);
+                out.push(Access {
+                    idx: self.prep.base + self.page,
+                    lines,
+                    kind: kind | K_STREAM,
+                });
+            }
             self.page = (self.page + 1) % self.prep.pages;
         }
         Step::Accesses
