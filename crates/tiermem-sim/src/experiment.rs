@@ -48,6 +48,20 @@ pub enum Derive {
     /// Loaded-latency check: the curve's latency at the measured bandwidth of `node`, and
     /// the relative error of the measured latency against it.
     LoadedLatencyCurve { node: usize, read_fraction: f64 },
+    /// A row named by the entry that repeats the variant of `among` with the highest
+    /// `metric` (the tuner's pick), with its own published figures.
+    BestOf {
+        among: Vec<String>,
+        metric: String,
+        published: BTreeMap<String, f64>,
+    },
+    /// `key` = the variant's `metric` divided by the `baseline` variant's (after `BestOf`
+    /// rows exist, so they can be related too).
+    Relative {
+        baseline: String,
+        metric: String,
+        key: String,
+    },
 }
 
 /// A plot request, rendered by the Python package.
@@ -86,6 +100,7 @@ pub fn builtins() -> Vec<(&'static str, &'static str)> {
     vec![
         ("loaded-latency", "MLC-style loaded-latency sweep per node; must return the input latency curve"),
         ("stream-placement", "STREAM bound to each node of the seed-002 DDR5 + CXL machine, against the published rates"),
+        ("seed-002-weighted-interleave", "Seed 002: STREAM, MLC W2/W5 and XSBench under DRAM-only, default and weighted interleave, the weight tuner's sweep and the auto weights, against the published numbers"),
     ]
 }
 
@@ -94,6 +109,7 @@ pub fn builtin(name: &str) -> Option<Experiment> {
     match name {
         "loaded-latency" => Some(loaded_latency()),
         "stream-placement" => Some(stream_placement()),
+        "seed-002-weighted-interleave" => Some(crate::seed002::seed_002_weighted_interleave()),
         _ => None,
     }
 }
@@ -529,6 +545,8 @@ pub fn run(
                     };
                     metrics.insert("curve_error_pct".into(), err * 100.0);
                 }
+                // Rows across variants: computed once every variant has run.
+                Derive::BestOf { .. } | Derive::Relative { .. } => {}
             }
         }
         let vdir = out.join("variants").join(&v.name);
@@ -550,8 +568,61 @@ pub fn run(
             summary_json,
         });
     }
+    cross_variant_rows(exp, &mut results);
     write_results(exp, out, &results)?;
     Ok(results)
+}
+
+/// The derived metrics that need other variants' results: `BestOf` rows (inserted before
+/// the first variant they choose among), then `Relative` ratios.
+fn cross_variant_rows(exp: &Experiment, results: &mut Vec<VariantResult>) {
+    for (row, d) in &exp.derive {
+        if let Derive::BestOf {
+            among,
+            metric,
+            published,
+        } = d
+        {
+            let best = results
+                .iter()
+                .filter(|r| among.contains(&r.name))
+                .filter_map(|r| r.metrics.get(metric).map(|v| (r, *v)))
+                .fold(None::<(&VariantResult, f64)>, |b, (r, v)| match b {
+                    Some((_, bv)) if bv >= v => b,
+                    _ => Some((r, v)),
+                });
+            if let Some((b, _)) = best {
+                let mut r = b.clone();
+                r.name = row.clone();
+                r.published = published.clone();
+                let at = results
+                    .iter()
+                    .position(|x| among.contains(&x.name))
+                    .unwrap_or(results.len());
+                results.insert(at, r);
+            }
+        }
+    }
+    for (row, d) in &exp.derive {
+        if let Derive::Relative {
+            baseline,
+            metric,
+            key,
+        } = d
+        {
+            let base = results
+                .iter()
+                .find(|r| &r.name == baseline)
+                .and_then(|r| r.metrics.get(metric).copied());
+            if let (Some(b), Some(r)) = (base, results.iter_mut().find(|r| &r.name == row)) {
+                if let Some(v) = r.metrics.get(metric).copied() {
+                    if b > 0.0 {
+                        r.metrics.insert(key.clone(), v / b);
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Result<(), SimError> {
