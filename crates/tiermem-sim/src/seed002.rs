@@ -152,7 +152,7 @@ pub fn seed_002_weighted_interleave() -> Experiment {
         "stream-auto",
         stream_cfg("", wi01, ""),
         &[],
-        &[("weight_dram", auto[0] as f64 / auto[1] as f64)],
+        &[("auto_weight_dram", auto[0] as f64 / auto[1] as f64)],
     ));
     let mut sweep = Vec::new();
     for (k, w) in candidate_weights(&st, &[0, 1], &STREAM_SWEEP) {
@@ -290,7 +290,7 @@ pub fn seed_002_weighted_interleave() -> Experiment {
     ));
     let xa = auto_weights(&topo("ddr5-cxl-xs"));
     variants.push(Variant {
-        labels: [("weight_dram".to_string(), xa[0] as f64 / xa[1] as f64)]
+        labels: [("auto_weight_dram".to_string(), xa[0] as f64 / xa[1] as f64)]
             .into_iter()
             .collect(),
         ..with_pub("xsbench-weighted-auto", xs_cfg("", wi01), xp(xs_pub[2]))
@@ -399,6 +399,7 @@ pub fn seed_002_weighted_interleave() -> Experiment {
         variants,
         metrics: vec![
             "weight_dram".into(),
+            "auto_weight_dram".into(),
             "workloads[0].copy_mbps".into(),
             "workloads[0].scale_mbps".into(),
             "workloads[0].add_mbps".into(),
