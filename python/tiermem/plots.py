@@ -27,6 +27,10 @@ Two entry points:
       ]
     }
 
+Plot types: ``bar``, ``line``, ``timeline`` and ``weights`` (a metric against an interleave
+weight: the sweep's curve with its best point, other variants as reference lines or, with an
+``auto_<x>`` metric, as a marker at the bandwidth-derived weight).
+
 Plot fields: ``file`` and ``type`` are required; ``title``, ``x``, ``y`` (a metric or
 column name, or a list of them), ``variants`` (names to include, all when null),
 ``xlabel``, ``ylabel``, ``logx``, ``logy`` and, for timelines, ``kind`` (one of

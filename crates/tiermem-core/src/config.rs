@@ -1474,4 +1474,65 @@ mod tests {
         let e = parse("machine = \"small\"\n[kernel\n").unwrap_err();
         assert!(e.message.contains("line 2"), "{e}");
     }
+
+    #[test]
+    fn weighted_interleave_keys_follow_the_kernel_versions() {
+        let base = "machine = \"small\"\n[kernel.weighted_interleave]\n";
+        let ok = parse(&format!("{base}weights = [9, 1]\n")).unwrap();
+        assert_eq!(ok.kernel.weighted_interleave.weights, Some(vec![9, 1]));
+        let e = parse(&format!("{base}weights = [9, 0]\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.weights[1]");
+        assert!(e.message.contains("EINVAL"), "{e}");
+        parse(&format!("{base}semantics = \"6.9\"\nweights = [9, 0]\n")).unwrap();
+        let e = parse(&format!("{base}semantics = \"6.9\"\nauto = true\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.auto");
+        let e = parse(&format!("{base}auto = true\nweights = [1, 1]\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.auto");
+        let e = parse(&format!("{base}weights = [1, 1, 1]\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.weights");
+        let e = parse(&format!("{base}weights = [300, 1]\n")).unwrap_err();
+        assert!(
+            e.key.starts_with("kernel.weighted_interleave.weights"),
+            "{e}"
+        );
+        let e = parse(&format!("{base}semantics = \"6.12\"\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.semantics");
+    }
+
+    #[test]
+    fn mbind_regions_and_policies_are_checked() {
+        let w = "machine = \"small\"\n[[workloads]]\ntype = \"stream\"\n[[workloads.mbind]]\n";
+        let c = parse(&format!(
+            "{w}region = \"a\"\npolicy = {{ mode = \"weighted_interleave\", nodes = [0, 1] }}\nflags = [\"move\"]\nat = \"1ms\"\n"
+        ))
+        .unwrap();
+        match &c.workloads[0] {
+            WorkloadConfig::Stream(s) => assert_eq!(s.mbind[0].flags, vec![MbindFlag::Move]),
+            _ => unreachable!(),
+        }
+        let e = parse(&format!(
+            "{w}region = \"d\"\npolicy = {{ mode = \"local\" }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "workloads[0].mbind[0].region");
+        assert!(e.message.contains("a, b, c"), "{e}");
+        let e = parse(&format!(
+            "{w}region = \"a\"\npolicy = {{ mode = \"interleave\", nodes = [0], flags = [\"numa_balancing\"] }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "workloads[0].mbind[0].policy");
+        let e = parse(&format!(
+            "{w}region = \"a\"\npolicy = {{ mode = \"bind\", nodes = [0] }}\nflags = [\"lazy\"]\n"
+        ))
+        .unwrap_err();
+        assert!(e.key.starts_with("workloads[0].mbind[0].flags"), "{e}");
+        // MLC buffers by prefix; XSBench grids by name.
+        parse("machine = \"small\"\n[[workloads]]\ntype = \"mlc\"\n[[workloads.mbind]]\nregion = \"buf*\"\npolicy = { mode = \"bind\", nodes = [1] }\n").unwrap();
+        parse("machine = \"small\"\n[[workloads]]\ntype = \"xsbench\"\nsize = \"small\"\npopulate = \"bulk\"\n[[workloads.mbind]]\nregion = \"index\"\npolicy = { mode = \"interleave\", nodes = [0, 1] }\n").unwrap();
+        let e = parse(
+            "machine = \"small\"\n[[workloads]]\ntype = \"xsbench\"\nthreads = 4\nlookups = 2\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "workloads[0].lookups");
+    }
 }

@@ -243,6 +243,12 @@ mod tests {
         assert_eq!(r.sweep.len(), 6);
         // 1:1 is the worst split on a 9:1 bandwidth machine; more DRAM weight is better.
         assert!(r.best.k.unwrap() >= 4, "{:?}", r.best);
-        assert!(r.sweep[0].value < r.best.value * 0.5);
+        assert!(
+            r.sweep[0].value < r.best.value * 0.7,
+            "1:1 {} vs best {}",
+            r.sweep[0].value,
+            r.best.value
+        );
+        assert_eq!(r.auto.weights, vec![29, 2]);
     }
 }
