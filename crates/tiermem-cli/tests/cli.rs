@@ -178,3 +178,17 @@ fn experiment_list_and_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("watermark_scale_factor"));
 }
+
+#[test]
+fn tune_needs_a_weighted_interleave_policy_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(d.path(), "t.toml", GOOD);
+    let o = Command::new(bin()).arg("tune").arg(&cfg).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains("weighted_interleave"), "{err}");
+    assert_bad(
+        "machine = \"small\"\n[kernel.weighted_interleave]\nweights = [0, 1]\n",
+        "kernel.weighted_interleave.weights[0]",
+    );
+}
