@@ -29,6 +29,10 @@ Entry points:
       ]
     }
 
+Plot types: ``bar``, ``line``, ``timeline`` and ``weights`` (a metric against an interleave
+weight: the sweep's curve with its best point, other variants as reference lines or, with an
+``auto_<x>`` metric, as a marker at the bandwidth-derived weight).
+
 Plot fields: ``file`` and ``type`` are required; ``title``, ``x``, ``y`` (a metric or
 column name, or a list of them), ``variants`` (names to include, all when null),
 ``xlabel``, ``ylabel``, ``logx``, ``logy``, for line plots ``group`` (one line per
@@ -711,6 +715,55 @@ def _output_path(out_dir: Path, file: Any) -> Path:
     return path
 
 
+def _weights(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
+    """A metric against an interleave weight (the tuner's sweep).
+
+    Variants that have the ``x`` metric (the weight) form the curve, with the best point
+    marked; variants without it (DRAM only, default interleave...) are drawn as labelled
+    horizontal reference lines, except those with an ``auto_<x>`` metric (the weights a
+    kernel derives from bandwidth), drawn as a marker at that weight.
+    """
+    x_name = spec.get("x")
+    if not isinstance(x_name, str):
+        raise _SkipPlot("a weights plot needs an `x` metric (the weight)")
+    ys = _names(spec.get("y"), "y")
+    if len(ys) != 1:
+        raise _SkipPlot("a weights plot needs exactly one `y` metric")
+    y_name = ys[0]
+    variants = _select_variants(results, spec)
+    curve = []
+    refs = []
+    for v in variants:
+        y = _metric(v, y_name)
+        if y is None:
+            _warn(f"{spec['file']}: metric {y_name} missing for {v['name']}")
+            continue
+        x = _metric(v, x_name)
+        if x is not None:
+            curve.append((x, y, v["name"]))
+        else:
+            refs.append((v["name"], y, _metric(v, f"auto_{x_name}")))
+    if not curve:
+        raise _SkipPlot(f"no sweep variant has metrics {x_name} and {y_name}")
+    curve.sort()
+    fig, (ax,) = _new_figure()
+    ax.plot([c[0] for c in curve], [c[1] for c in curve], marker="o", label="sweep")
+    best = max(curve, key=lambda c: c[1])
+    ax.plot([best[0]], [best[1]], marker="*", markersize=16, linestyle="none", color="tab:red",
+            label=f"best: {best[0]:g}")
+    styles = ["--", ":", "-.", (0, (5, 1))]
+    for i, (name, y, x) in enumerate(refs):
+        if x is not None:
+            ax.plot([x], [y], marker="D", markersize=8, linestyle="none", label=f"{name} ({x:g})")
+        else:
+            ax.axhline(y, linestyle=styles[i % len(styles)], color="gray", linewidth=1.2)
+            ax.annotate(name, (curve[0][0], y), textcoords="offset points", xytext=(2, 3),
+                        fontsize="x-small", color="dimgray")
+    _scales(ax, spec, [c[0] for c in curve], [c[1] for c in curve] + [r[1] for r in refs])
+    _finish(ax, spec.get("xlabel") or x_name, spec.get("ylabel") or y_name, spec.get("title"))
+    return fig
+
+
 def render_experiment(out_dir: Union[str, os.PathLike]) -> List[Path]:
     """Write the plots that ``out_dir/results.json`` asks for into ``out_dir``.
 
@@ -737,8 +790,12 @@ def render_experiment(out_dir: Union[str, os.PathLike]) -> List[Path]:
                 fig = _line(results, spec)
             elif kind == "timeline":
                 fig = _timeline(out, results, spec)
+            elif kind == "weights":
+                fig = _weights(results, spec)
             else:
-                raise _SkipPlot(f"unknown plot type {kind!r}: expected bar, line or timeline")
+                raise _SkipPlot(
+                    f"unknown plot type {kind!r}: expected bar, line, timeline or weights"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=_DPI, bbox_inches="tight")
         except _SkipPlot as e:

@@ -514,3 +514,34 @@ def test_native_metadata(native):
     assert "small" in tiermem.machine_presets()
     assert tiermem.__version__ == native.version()
     assert tiermem.ConfigError is native.ConfigError
+
+
+def test_weights_plot_draws_the_sweep_and_references(tmp_path, capsys):
+    """The `weights` plot kind (seed 002's bandwidth-vs-weights curve): sweep variants have
+    the x metric; references without it become lines, or markers with `auto_<x>`."""
+    out = tmp_path / "exp"
+    out.mkdir()
+    sweep = [{"name": f"w{k}-1", "metrics": {"weight_dram": k, "triad": 50000 + 20000 * min(k, 9)},
+              "timeline_csv": None} for k in (1, 2, 4, 9, 16)]
+    refs = [
+        {"name": "dram-only", "metrics": {"triad": 210000.0}, "timeline_csv": None},
+        {"name": "auto", "metrics": {"triad": 215000.0, "auto_weight_dram": 14.5},
+         "timeline_csv": None},
+    ]
+    results = {
+        "experiment": "w", "variants": sweep + refs,
+        "plots": [
+            {"file": "weights.png", "type": "weights", "title": "Triad vs weight",
+             "x": "weight_dram", "y": ["triad"], "variants": None, "xlabel": None,
+             "ylabel": None, "logx": True, "kind": None},
+            {"file": "two-y.png", "type": "weights", "x": "weight_dram", "y": ["triad", "x"]},
+            {"file": "no-sweep.png", "type": "weights", "x": "weight_dram", "y": ["triad"],
+             "variants": ["dram-only"]},
+        ],
+    }
+    (out / "results.json").write_text(json.dumps(results))
+    written = render_experiment(out)
+    assert [p.name for p in written] == ["weights.png"]
+    assert (out / "weights.png").read_bytes().startswith(b"\x89PNG")
+    err = capsys.readouterr().err
+    assert "two-y.png" in err and "no-sweep.png" in err

@@ -106,6 +106,25 @@ enum Cmd {
         #[arg(long)]
         no_plots: bool,
     },
+    /// Find the weighted-interleave weights that maximise a workload's throughput: simulate
+    /// the fastest node of the policy at weight 1..=max-weight (others at 1) and the
+    /// bandwidth-derived `auto` weights.
+    Tune {
+        /// A config whose workload uses a weighted_interleave policy (task policy or mbind).
+        config: PathBuf,
+        /// The metric to maximise, a summary.json path (default: the workload's main figure).
+        #[arg(long)]
+        metric: Option<String>,
+        /// Which workload (index in `[[workloads]]`).
+        #[arg(long, default_value_t = 0)]
+        workload: usize,
+        /// Largest weight tried on the fastest node.
+        #[arg(long, default_value_t = 16)]
+        max_weight: u8,
+        /// Write the sweep as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 /// An error with the exit code it maps to.
@@ -195,6 +214,13 @@ fn main() -> ExitCode {
             }
             cmd_sweep(&args)
         }
+        Cmd::Tune {
+            config,
+            metric,
+            workload,
+            max_weight,
+            out,
+        } => cmd_tune(&config, metric, workload, max_weight, out),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -243,6 +269,79 @@ fn run_with_progress(
         pb.finish_and_clear();
     }
     Ok((res, wall))
+}
+
+fn cmd_tune(
+    config: &Path,
+    metric: Option<String>,
+    workload: usize,
+    max_weight: u8,
+    out: Option<PathBuf>,
+) -> Result<(), Failure> {
+    let (cfg, _) = tiermem_core::config::SimConfig::from_file(config).map_err(input)?;
+    let w = cfg.workloads.get(workload).ok_or_else(|| {
+        input(format!(
+            "--workload {workload}: the config has {} workloads",
+            cfg.workloads.len()
+        ))
+    })?;
+    let metric = metric.unwrap_or_else(|| {
+        let m = match w {
+            tiermem_core::config::WorkloadConfig::Stream(_) => "triad_mbps",
+            tiermem_core::config::WorkloadConfig::Mlc(_) => "bandwidth_mbps",
+            tiermem_core::config::WorkloadConfig::Xsbench(_) => "lookups_per_s",
+            tiermem_core::config::WorkloadConfig::Pmbench(_) => "score_accesses_per_s",
+            tiermem_core::config::WorkloadConfig::Hotregions(_) => "accesses",
+            tiermem_core::config::WorkloadConfig::Parsec(_) => "accesses",
+            tiermem_core::config::WorkloadConfig::VmGuest(_) => "mean_access_ns",
+        };
+        format!("workloads[{workload}].{m}")
+    });
+    let pb = progress_bar(max_weight as u64 + 1, "tuning");
+    let r = tiermem_sim::tuner::tune_weights(&cfg, workload, &metric, max_weight, &|d, _| {
+        if let Some(pb) = &pb {
+            pb.set_position(d as u64);
+        }
+    })
+    .map_err(sim_failure)?;
+    println!("{metric} by weight of node {} (others 1):", {
+        let t = tiermem_core::topology::Topology::new(&cfg.machine).map_err(input)?;
+        tiermem_sim::tuner::fastest_node(&t, &r.nodes)
+    });
+    for c in &r.sweep {
+        let mark = if c.weights == r.best.weights {
+            "  <- best"
+        } else {
+            ""
+        };
+        println!("  {:>3}  {:>14.1}{mark}", c.k.unwrap_or(0), c.value);
+    }
+    let show = |w: &[u8]| {
+        r.nodes
+            .iter()
+            .map(|&n| w[n as usize].to_string())
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    println!(
+        "best weights (nodes {:?}): {} = {:.1}",
+        r.nodes,
+        show(&r.best.weights),
+        r.best.value
+    );
+    println!(
+        "auto weights from bandwidth: {} = {:.1} ({:+.1} % vs best)",
+        show(&r.auto.weights),
+        r.auto.value,
+        (r.auto.value / r.best.value - 1.0) * 100.0
+    );
+    if let Some(p) = out {
+        write_file(
+            &p,
+            &serde_json::to_string_pretty(&r).expect("tune result serialises"),
+        )?;
+    }
+    Ok(())
 }
 
 fn write_file(path: &Path, body: &str) -> Result<(), Failure> {
@@ -345,6 +444,10 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::VmGuest { name, guests, access_time_spread_pct, mean_access_ns, .. } => println!(
                 "{name}: {} guests, probe {mean_access_ns:.1} ns per access, spread (population std-dev / mean) {access_time_spread_pct:.3} %",
                 guests.len()
+            ),
+            tiermem_sim::workload::WorkloadResult::Xsbench { name, lookups_per_s, complete, .. } => println!(
+                "{name}: XSBench {lookups_per_s:.0} lookups/s{}",
+                if *complete { "" } else { " (incomplete: raise duration)" }
             ),
         }
     }

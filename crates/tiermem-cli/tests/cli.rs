@@ -212,3 +212,17 @@ fn sweep_without_python_is_a_runtime_failure() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn tune_needs_a_weighted_interleave_policy_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(d.path(), "t.toml", GOOD);
+    let o = Command::new(bin()).arg("tune").arg(&cfg).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains("weighted_interleave"), "{err}");
+    assert_bad(
+        "machine = \"small\"\n[kernel.weighted_interleave]\nweights = [0, 1]\n",
+        "kernel.weighted_interleave.weights[0]",
+    );
+}

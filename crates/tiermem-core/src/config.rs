@@ -25,7 +25,8 @@
 //! be overridden on top of a preset and the fully resolved config can be written next to
 //! results.
 
-use crate::mempolicy::{MemPolicy, PolicyMode};
+use crate::interleave::WeightSemantics;
+use crate::mempolicy::{MbindFlag, MemPolicy};
 use crate::presets;
 use crate::topology::MachineConfig;
 use crate::units::{Bandwidth, Bytes, NodeId, SimDuration};
@@ -140,6 +141,75 @@ pub struct KernelConfig {
     /// KSM (`[kernel.ksm]`); absent = a kernel without KSM (no per-page content table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ksm: Option<crate::ksm::KsmConfig>,
+    /// The weighted-interleave weight table (`[kernel.weighted_interleave]`,
+    /// `/sys/kernel/mm/mempolicy/weighted_interleave/`).
+    #[serde(default)]
+    pub weighted_interleave: WeightedInterleaveConfig,
+}
+
+/// `[kernel.weighted_interleave]`: the system-wide interleave weights as the sysfs files
+/// set them at boot (`kernel-mechanisms.md` §2.2–§2.3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WeightedInterleaveConfig {
+    /// Which kernel's semantics: `"6.9"` (6.9–6.15: default weight 1, writing 0 resets to
+    /// the default, no `auto`) or `"6.16"` (6.16+: weights 1..255, `auto` mode deriving
+    /// the weights from each node's bandwidth). Default `"6.16"`.
+    #[serde(default)]
+    pub semantics: Option<WeightSemantics>,
+    /// 6.16+ `auto`: weights from node bandwidth (`reduce_interleave_weights` over
+    /// `min(read_bandwidth, write_bandwidth)` of each node, as HMAT reports them). Default
+    /// true unless `weights` are given (a `nodeN` write switches auto off).
+    #[serde(default)]
+    pub auto: Option<bool>,
+    /// The value written to each `nodeN` file, one per node in node order (0..255; 0 only
+    /// with 6.9 semantics, where it means the default weight 1). Default: nothing written.
+    #[serde(default)]
+    pub weights: Option<Vec<u8>>,
+}
+
+impl WeightedInterleaveConfig {
+    /// The semantics in effect (default 6.16).
+    pub fn semantics(&self) -> WeightSemantics {
+        self.semantics.unwrap_or(WeightSemantics::V6_16)
+    }
+}
+
+/// An `mbind` call on one region of a workload's address space
+/// (`[[workloads.mbind]]`): `region = "a"`, `policy = { mode = "weighted_interleave",
+/// nodes = [0, 1] }`, `flags = ["move"]`, `at = "20ms"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MbindConfig {
+    /// The region (VMA) by name: STREAM `a`, `b`, `c`; MLC `buf0`.. and `latbuf`; XSBench
+    /// `energy`, `index`, `nuclide`. A trailing `*` matches every region with that prefix.
+    pub region: String,
+    /// The VMA policy (mode `default` removes the VMA policy: the task policy applies).
+    pub policy: MemPolicy,
+    /// `mbind` flags: `strict`, `move`, `move_all`. Default none.
+    #[serde(default)]
+    pub flags: Vec<MbindFlag>,
+    /// When the call is made, from the start of the simulation. Default: when the process
+    /// is created, before any page is touched.
+    #[serde(default)]
+    pub at: Option<SimDuration>,
+}
+
+/// How a workload's regions get their pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Populate {
+    /// First touch: one anonymous fault per page; interleave policies use the VMA offset
+    /// (`weighted_interleave_nid`). Default.
+    #[default]
+    Fault,
+    /// Allocated up front one page at a time in process context without an interleave
+    /// index (as page-cache and slab allocations are): the per-task cursor
+    /// (`weighted_interleave_nodes`).
+    Cursor,
+    /// Allocated up front by `alloc_pages_bulk_mempolicy` (as vmalloc does):
+    /// `alloc_pages_bulk_weighted_interleave`, one call per region.
+    Bulk,
 }
 
 fn default_wsf() -> u32 {
@@ -159,6 +229,7 @@ impl Default for KernelConfig {
             costs: KernelCosts::default(),
             damon: Default::default(),
             ksm: None,
+            weighted_interleave: WeightedInterleaveConfig::default(),
         }
     }
 }
@@ -393,6 +464,7 @@ pub enum WorkloadConfig {
     Hotregions(crate::damon_workloads::HotRegionsConfig),
     #[serde(rename = "vm_guest")]
     VmGuest(crate::ksm::VmGuestConfig),
+    Xsbench(XsbenchConfig),
 }
 
 impl WorkloadConfig {
@@ -404,6 +476,7 @@ impl WorkloadConfig {
             WorkloadConfig::Parsec(_) => "parsec",
             WorkloadConfig::Hotregions(_) => "hotregions",
             WorkloadConfig::VmGuest(_) => "vm_guest",
+            WorkloadConfig::Xsbench(_) => "xsbench",
         }
     }
 }
@@ -521,6 +594,12 @@ pub struct StreamConfig {
     pub cpu_per_line: SimDuration,
     #[serde(default)]
     pub start: SimDuration,
+    /// VMA policies of the arrays (`mbind`), e.g. seed 002's targeted weights. Default none.
+    #[serde(default)]
+    pub mbind: Vec<MbindConfig>,
+    /// How the arrays get their pages. Default `fault` (first touch).
+    #[serde(default)]
+    pub populate: Populate,
 }
 
 fn default_stream_n() -> u64 {
@@ -591,6 +670,88 @@ pub struct MlcConfig {
     pub duration: Option<SimDuration>,
     #[serde(default)]
     pub start: SimDuration,
+    /// VMA policies of the buffers (`mbind`). Default none.
+    #[serde(default)]
+    pub mbind: Vec<MbindConfig>,
+    /// How the buffers get their pages. Default `fault` (first touch).
+    #[serde(default)]
+    pub populate: Populate,
+}
+
+/// XSBench problem sizes (`-s`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XsbenchSize {
+    Small,
+    Large,
+    Xl,
+    Xxl,
+}
+
+impl XsbenchSize {
+    /// (`n_isotopes`, `n_gridpoints`) as XSBench's `io.c` sets them.
+    pub fn dims(self) -> (u64, u64) {
+        match self {
+            XsbenchSize::Small => (68, 11_303),
+            XsbenchSize::Large => (355, 11_303),
+            XsbenchSize::Xl => (355, 238_847),
+            XsbenchSize::Xxl => (355, 501_578),
+        }
+    }
+}
+
+/// XSBench, unionized grid, history-style lookups (`workload-models.md` §4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XsbenchConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `-s`. Default `large`.
+    #[serde(default = "default_xs_size")]
+    pub size: XsbenchSize,
+    /// `-g`: grid points per nuclide, overriding the size's (a smaller problem with the
+    /// same access pattern). Default: the size's.
+    #[serde(default)]
+    pub gridpoints: Option<u64>,
+    /// OpenMP threads (`-t`). Default 1.
+    #[serde(default = "one")]
+    pub threads: u32,
+    /// Lookups in total, split evenly over the threads (`-l`). Default 1,000,000.
+    #[serde(default = "default_xs_lookups")]
+    pub lookups: u64,
+    /// Levels of the energy binary search that stay in cache. Default 10.
+    #[serde(default = "default_xs_cached")]
+    pub cached_levels: u32,
+    /// CPU time per nuclide of a lookup (micro cross-section interpolation). Default 10 ns.
+    #[serde(default = "default_xs_cpu")]
+    pub cpu_per_nuclide: SimDuration,
+    /// CPU node of the threads. Default: the first node with CPUs.
+    #[serde(default)]
+    pub cpu_node: Option<NodeId>,
+    /// Task memory policy. Default: local.
+    #[serde(default)]
+    pub policy: MemPolicy,
+    /// VMA policies of the grids (`energy`, `index`, `nuclide`). Default none.
+    #[serde(default)]
+    pub mbind: Vec<MbindConfig>,
+    /// How the grids get their pages. Default `fault` (first touch by the init loop).
+    #[serde(default)]
+    pub populate: Populate,
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+fn default_xs_size() -> XsbenchSize {
+    XsbenchSize::Large
+}
+fn default_xs_lookups() -> u64 {
+    1_000_000
+}
+fn default_xs_cached() -> u32 {
+    10
+}
+fn default_xs_cpu() -> SimDuration {
+    SimDuration::from_ns(10)
 }
 
 fn default_traffic() -> MlcTraffic {
@@ -766,18 +927,34 @@ impl SimConfig {
         };
         let check_policy = |key: String, p: &MemPolicy| -> Result<(), ConfigError> {
             p.validate(n)
-                .map_err(|m| ConfigError::invalid(key.clone(), m))?;
-            match p.mode {
-                PolicyMode::Default
-                | PolicyMode::Local
-                | PolicyMode::Bind
-                | PolicyMode::Preferred => Ok(()),
-                other => Err(ConfigError::invalid(
-                    format!("{key}.mode"),
-                    format!("policy {other:?} is not modelled by the simulator yet"),
-                )),
-            }
+                .map_err(|m| ConfigError::invalid(key.clone(), m))
         };
+        let check_mbind =
+            |prefix: String, list: &[MbindConfig], regions: &[String]| -> Result<(), ConfigError> {
+                for (j, m) in list.iter().enumerate() {
+                    let k = format!("{prefix}.mbind[{j}]");
+                    let hits = regions
+                        .iter()
+                        .filter(|r| region_matches(&m.region, r))
+                        .count();
+                    if hits == 0 {
+                        return Err(ConfigError::invalid(
+                            format!("{k}.region"),
+                            format!(
+                                "no region named {:?} (this workload has {})",
+                                m.region,
+                                regions.join(", ")
+                            ),
+                        ));
+                    }
+                    check_policy(format!("{k}.policy"), &m.policy)?;
+                }
+                Ok(())
+            };
+        self.kernel
+            .weighted_interleave
+            .validate(n)
+            .map_err(|(k, m)| ConfigError::invalid(format!("kernel.weighted_interleave.{k}"), m))?;
         for (i, w) in self.workloads.iter().enumerate() {
             let key = |f: &str| format!("workloads[{i}].{f}");
             match w {
@@ -862,6 +1039,7 @@ impl SimConfig {
                         check_node(key("cpu_node"), c, true)?;
                     }
                     check_policy(key("policy"), &s.policy)?;
+                    check_mbind(format!("workloads[{i}]"), &s.mbind, &w.regions())?;
                 }
                 WorkloadConfig::Mlc(m) => {
                     if m.bw_threads > 1024 {
@@ -897,6 +1075,49 @@ impl SimConfig {
                         check_node(key("cpu_node"), c, true)?;
                     }
                     check_policy(key("policy"), &m.policy)?;
+                    check_mbind(format!("workloads[{i}]"), &m.mbind, &w.regions())?;
+                }
+                WorkloadConfig::Xsbench(x) => {
+                    if x.threads == 0 || x.threads > 1024 {
+                        return Err(ConfigError::invalid(
+                            key("threads"),
+                            "must be within 1..1024",
+                        ));
+                    }
+                    if x.lookups < x.threads as u64 {
+                        return Err(ConfigError::invalid(
+                            key("lookups"),
+                            "must be at least one per thread",
+                        ));
+                    }
+                    if let Some(g) = x.gridpoints {
+                        if !(16..=10_000_000).contains(&g) {
+                            return Err(ConfigError::invalid(
+                                key("gridpoints"),
+                                "must be within 16..10000000",
+                            ));
+                        }
+                    }
+                    let (iso, gp) = x.size.dims();
+                    let gp = x.gridpoints.unwrap_or(gp);
+                    // The index grid (n_iso² · n_gp ints) dominates; the page table is u32-indexed.
+                    if iso * iso * gp * 4 / crate::units::PAGE_SIZE > u32::MAX as u64 / 2 {
+                        return Err(ConfigError::invalid(
+                            key("size"),
+                            "the grids are too large to simulate (at most 8TiB)",
+                        ));
+                    }
+                    if x.cached_levels > 40 {
+                        return Err(ConfigError::invalid(
+                            key("cached_levels"),
+                            "must be at most 40",
+                        ));
+                    }
+                    if let Some(c) = x.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                    check_policy(key("policy"), &x.policy)?;
+                    check_mbind(format!("workloads[{i}]"), &x.mbind, &w.regions())?;
                 }
                 WorkloadConfig::Parsec(p) => {
                     p.validate()
@@ -932,7 +1153,7 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
     let ty = table.get("type").and_then(|t| t.as_str()).ok_or_else(|| {
         ConfigError::invalid(
             format!("{prefix}.type"),
-            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"parsec\", \"hotregions\", \"vm_guest\"",
+            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\"",
         )
     })?;
     let mut rest = table.clone();
@@ -945,15 +1166,88 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
         "parsec" => WorkloadConfig::Parsec(typed(rest, &prefix)?),
         "hotregions" => WorkloadConfig::Hotregions(typed(rest, &prefix)?),
         "vm_guest" => WorkloadConfig::VmGuest(typed(rest, &prefix)?),
+        "xsbench" => WorkloadConfig::Xsbench(typed(rest, &prefix)?),
         other => {
             return Err(ConfigError::invalid(
                 format!("{prefix}.type"),
                 format!(
-                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"parsec\", \"hotregions\" or \"vm_guest\""
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\" or \"vm_guest\""
                 ),
             ))
         }
     })
+}
+
+/// Does a region pattern (`a`, `buf*`) match a region name?
+pub fn region_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+impl WorkloadConfig {
+    /// The names of the workload's regions (VMAs), in address order.
+    pub fn regions(&self) -> Vec<String> {
+        match self {
+            WorkloadConfig::Pmbench(_) => vec!["map".into()],
+            WorkloadConfig::Stream(_) => vec!["a".into(), "b".into(), "c".into()],
+            WorkloadConfig::Mlc(m) => {
+                let mut v: Vec<String> = (0..m.bw_threads).map(|t| format!("buf{t}")).collect();
+                if m.latency_thread {
+                    v.push("latbuf".into());
+                }
+                v
+            }
+            WorkloadConfig::Xsbench(_) => {
+                vec!["energy".into(), "index".into(), "nuclide".into()]
+            }
+            WorkloadConfig::Parsec(_) | WorkloadConfig::Hotregions(_) => {
+                vec!["heap".into(), "mmap".into(), "stack".into()]
+            }
+            // Guests map their memory themselves; no mbind regions.
+            WorkloadConfig::VmGuest(_) => Vec::new(),
+        }
+    }
+}
+
+impl WeightedInterleaveConfig {
+    /// Checks against the machine; errors are (key, message).
+    pub fn validate(&self, nr_nodes: usize) -> Result<(), (String, String)> {
+        let sem = self.semantics();
+        if sem == WeightSemantics::V6_9 && self.auto.is_some() {
+            return Err((
+                "auto".into(),
+                "6.9 semantics have no `auto` file (it appeared in 6.16)".into(),
+            ));
+        }
+        if let Some(w) = &self.weights {
+            if w.len() != nr_nodes {
+                return Err((
+                    "weights".into(),
+                    format!(
+                        "one weight per node: the machine has {nr_nodes} nodes, {} weights given",
+                        w.len()
+                    ),
+                ));
+            }
+            if sem == WeightSemantics::V6_16 {
+                if let Some(j) = w.iter().position(|&x| x == 0) {
+                    return Err((
+                        format!("weights[{j}]"),
+                        "6.16+ weights are 1..255; writing 0 is EINVAL (use semantics = \"6.9\" for 0 = default)".into(),
+                    ));
+                }
+                if self.auto == Some(true) {
+                    return Err((
+                        "auto".into(),
+                        "auto = true recomputes the weights from bandwidth, replacing the `weights` given; set one or the other".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Deserialize `value` into `T`, reporting the dotted key path of any error under `prefix`.
@@ -1245,5 +1539,66 @@ mod tests {
     fn syntax_error_has_line() {
         let e = parse("machine = \"small\"\n[kernel\n").unwrap_err();
         assert!(e.message.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn weighted_interleave_keys_follow_the_kernel_versions() {
+        let base = "machine = \"small\"\n[kernel.weighted_interleave]\n";
+        let ok = parse(&format!("{base}weights = [9, 1]\n")).unwrap();
+        assert_eq!(ok.kernel.weighted_interleave.weights, Some(vec![9, 1]));
+        let e = parse(&format!("{base}weights = [9, 0]\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.weights[1]");
+        assert!(e.message.contains("EINVAL"), "{e}");
+        parse(&format!("{base}semantics = \"6.9\"\nweights = [9, 0]\n")).unwrap();
+        let e = parse(&format!("{base}semantics = \"6.9\"\nauto = true\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.auto");
+        let e = parse(&format!("{base}auto = true\nweights = [1, 1]\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.auto");
+        let e = parse(&format!("{base}weights = [1, 1, 1]\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.weights");
+        let e = parse(&format!("{base}weights = [300, 1]\n")).unwrap_err();
+        assert!(
+            e.key.starts_with("kernel.weighted_interleave.weights"),
+            "{e}"
+        );
+        let e = parse(&format!("{base}semantics = \"6.12\"\n")).unwrap_err();
+        assert_eq!(e.key, "kernel.weighted_interleave.semantics");
+    }
+
+    #[test]
+    fn mbind_regions_and_policies_are_checked() {
+        let w = "machine = \"small\"\n[[workloads]]\ntype = \"stream\"\n[[workloads.mbind]]\n";
+        let c = parse(&format!(
+            "{w}region = \"a\"\npolicy = {{ mode = \"weighted_interleave\", nodes = [0, 1] }}\nflags = [\"move\"]\nat = \"1ms\"\n"
+        ))
+        .unwrap();
+        match &c.workloads[0] {
+            WorkloadConfig::Stream(s) => assert_eq!(s.mbind[0].flags, vec![MbindFlag::Move]),
+            _ => unreachable!(),
+        }
+        let e = parse(&format!(
+            "{w}region = \"d\"\npolicy = {{ mode = \"local\" }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "workloads[0].mbind[0].region");
+        assert!(e.message.contains("a, b, c"), "{e}");
+        let e = parse(&format!(
+            "{w}region = \"a\"\npolicy = {{ mode = \"interleave\", nodes = [0], flags = [\"numa_balancing\"] }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "workloads[0].mbind[0].policy");
+        let e = parse(&format!(
+            "{w}region = \"a\"\npolicy = {{ mode = \"bind\", nodes = [0] }}\nflags = [\"lazy\"]\n"
+        ))
+        .unwrap_err();
+        assert!(e.key.starts_with("workloads[0].mbind[0].flags"), "{e}");
+        // MLC buffers by prefix; XSBench grids by name.
+        parse("machine = \"small\"\n[[workloads]]\ntype = \"mlc\"\n[[workloads.mbind]]\nregion = \"buf*\"\npolicy = { mode = \"bind\", nodes = [1] }\n").unwrap();
+        parse("machine = \"small\"\n[[workloads]]\ntype = \"xsbench\"\nsize = \"small\"\npopulate = \"bulk\"\n[[workloads.mbind]]\nregion = \"index\"\npolicy = { mode = \"interleave\", nodes = [0, 1] }\n").unwrap();
+        let e = parse(
+            "machine = \"small\"\n[[workloads]]\ntype = \"xsbench\"\nthreads = 4\nlookups = 2\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "workloads[0].lookups");
     }
 }

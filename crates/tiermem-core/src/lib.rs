@@ -4,7 +4,9 @@
 //! * [`topology`]: the machine (nodes, SLIT distances), memory tiers computed as
 //!   `mm/memory-tiers.c` does, demotion targets and allocation fallback order;
 //! * [`timing`]: the loaded-latency curve of a memory node;
-//! * [`mempolicy`]: memory policies (`set_mempolicy`/`mbind` modes);
+//! * [`mempolicy`]: memory policies (`set_mempolicy`/`mbind` modes and flags);
+//! * [`interleave`]: interleave node choice and the weighted-interleave weight table,
+//!   including weights derived from node bandwidth;
 //! * [`config`]: the TOML configuration language (machine, kernel knobs, workloads),
 //!   parsed strictly: unknown keys, wrong units and impossible values are errors naming
 //!   the file and key.
@@ -26,6 +28,7 @@
 pub mod config;
 pub mod damon;
 pub mod damon_workloads;
+pub mod interleave;
 pub mod ksm;
 pub mod mempolicy;
 pub mod presets;

@@ -9,6 +9,7 @@ pub const MACHINES: &[(&str, &str)] = &[
     ("dram-pmem-2s", include_str!("../presets/dram-pmem-2s.toml")),
     ("ddr5-cxl", include_str!("../presets/ddr5-cxl.toml")),
     ("ddr5-cxl4", include_str!("../presets/ddr5-cxl4.toml")),
+    ("ddr5-cxl-xs", include_str!("../presets/ddr5-cxl-xs.toml")),
 ];
 
 /// Names of the built-in machines.

@@ -387,6 +387,9 @@ impl Simulation {
         let mut last_progress = 0u64;
         while self.now < end {
             let stop = (self.now + tick).min(end);
+            if !self.kernel.pending_mbinds.is_empty() {
+                self.run_due_mbinds();
+            }
             self.run_window(stop)?;
             self.end_window(stop - self.now);
             self.now = stop;
@@ -490,6 +493,20 @@ impl Simulation {
                     self.reap_exited();
                 }
                 return Ok(());
+            }
+        }
+    }
+
+    /// Timed `mbind` calls due at the window start; the migration time is charged to the
+    /// process's first unfinished thread (the caller).
+    fn run_due_mbinds(&mut self) {
+        for (proc, cost) in self.kernel.run_due_mbinds(SimTime(self.now)) {
+            if let Some(th) = self
+                .threads
+                .iter_mut()
+                .find(|t| t.proc == proc && t.state != ThreadState::Done)
+            {
+                th.clock = th.clock.max(self.now) + cost.ps();
             }
         }
     }

@@ -52,6 +52,20 @@ pub enum Derive {
     /// `slowdown_pct` (mean over workloads with a runtime), and kdamond CPU
     /// (`damon_cpu_pct`, `damon_monitor_cpu_pct`).
     RelativeToBaseline { baseline: String },
+    /// A row named by the entry that repeats the variant of `among` with the highest
+    /// `metric` (the tuner's pick), with its own published figures.
+    BestOf {
+        among: Vec<String>,
+        metric: String,
+        published: BTreeMap<String, f64>,
+    },
+    /// `key` = the variant's `metric` divided by the `baseline` variant's (after `BestOf`
+    /// rows exist, so they can be related too).
+    Relative {
+        baseline: String,
+        metric: String,
+        key: String,
+    },
 }
 
 /// A plot request, rendered by the Python package.
@@ -85,6 +99,10 @@ pub enum Expect {
     NotHigher,
     /// `to` ≤ fraction × `from`.
     AtMostFraction(f64),
+    /// `to` ≥ factor × `from`.
+    AtLeastFactor(f64),
+    /// |`to` − `from`| ≤ fraction × |`from`|.
+    Within(f64),
     /// No direction is expected: the change is reported only.
     Reported,
 }
@@ -97,6 +115,8 @@ impl Expect {
             Expect::NotLower => to >= from,
             Expect::NotHigher => to <= from,
             Expect::AtMostFraction(f) => to <= f * from,
+            Expect::AtLeastFactor(f) => to >= f * from,
+            Expect::Within(f) => (to - from).abs() <= f * from.abs(),
             Expect::Reported => true,
         }
     }
@@ -108,12 +128,14 @@ impl Expect {
             Expect::NotLower => "not lower".into(),
             Expect::NotHigher => "not higher".into(),
             Expect::AtMostFraction(f) => format!("at most {f}×"),
+            Expect::AtLeastFactor(f) => format!("at least {f}×"),
+            Expect::Within(f) => format!("within ±{} %", f * 100.0),
             Expect::Reported => "–".into(),
         }
     }
 
     /// Parse the experiment-file spelling: `higher`, `lower`, `not-lower`, `not-higher`,
-    /// `at-most:F` or `reported`.
+    /// `at-most:F`, `at-least:F`, `within:F` or `reported`.
     pub fn parse(s: &str) -> Option<Expect> {
         Some(match s {
             "higher" => Expect::Higher,
@@ -122,11 +144,17 @@ impl Expect {
             "not-higher" => Expect::NotHigher,
             "reported" => Expect::Reported,
             _ => {
-                let f: f64 = s.strip_prefix("at-most:")?.parse().ok()?;
+                let (kind, f) = s.split_once(':')?;
+                let f: f64 = f.parse().ok()?;
                 if !(f.is_finite() && f > 0.0) {
                     return None;
                 }
-                Expect::AtMostFraction(f)
+                match kind {
+                    "at-most" => Expect::AtMostFraction(f),
+                    "at-least" => Expect::AtLeastFactor(f),
+                    "within" => Expect::Within(f),
+                    _ => return None,
+                }
             }
         })
     }
@@ -207,6 +235,7 @@ pub fn builtins() -> Vec<(&'static str, &'static str)> {
         ("seed-000-tiering", "Seed 000: NUMA balancing off / NORMAL / memory tiering on DRAM + Optane, and the rejected choice a"),
         ("seed-004-damon-reclaim", "DAMON_RECLAIM with time quotas and prioritisation on PARSEC3/SPLASH-2X-shaped workloads (reduced scale; -full for full scale), against the RFC's table"),
         ("seed-003-ksm-numa", "KSM with merge_across_nodes 1 and 0 on 2-, 4- and 8-node machines: spread of guest access times, pages shared"),
+        ("seed-002-weighted-interleave", "Seed 002: STREAM, MLC W2/W5 and XSBench under DRAM-only, default and weighted interleave, the weight tuner's sweep and the auto weights, against the published numbers"),
     ]
 }
 
@@ -227,6 +256,7 @@ pub fn builtin(name: &str) -> Option<Experiment> {
         "seed-003-ksm-numa-full" => Some(crate::ksm_experiment::seed_003_ksm_numa(
             crate::ksm_experiment::Scale::Full,
         )),
+        "seed-002-weighted-interleave" => Some(crate::seed002::seed_002_weighted_interleave()),
         _ => None,
     }
 }
@@ -334,7 +364,7 @@ fn stream_placement() -> Experiment {
         let text = format!(
             "machine = \"{machine}\"\nduration = \"3s\"\n[sim]\ntick = \"50us\"\nsample_interval = \"10ms\"\n\
              [[workloads]]\ntype = \"stream\"\narray_elements = 20000000\nthreads = 64\nntimes = 5\ncpu_node = 0\n\
-             policy = {{ mode = \"bind\", nodes = [{node}] }}\n"
+             nt_stores = true\npolicy = {{ mode = \"bind\", nodes = [{node}] }}\n"
         );
         let mut p = BTreeMap::new();
         for (k, v) in ["copy", "scale", "add", "triad"].iter().zip(pubs) {
@@ -373,8 +403,10 @@ fn stream_placement() -> Experiment {
             logx: false,
             timeline_kind: None,
         }],
-        notes: vec!["Rates follow STREAM's counting: write-allocate traffic is not counted.".into()],
         steps: Vec::new(),
+        notes: vec!["Rates follow STREAM's counting: write-allocate traffic is not counted. The stores do not read for \
+                     ownership (`nt_stores = true`): the published Copy < Triad on both nodes implies it."
+            .into()],
     }
 }
 
@@ -598,7 +630,7 @@ fn parse_steps(
         let expect = Expect::parse(&expect).ok_or_else(|| {
             ConfigError::invalid(
                 key("expect"),
-                format!("{expect:?}: expected higher, lower, not-lower, not-higher, at-most:F or reported"),
+                format!("{expect:?}: expected higher, lower, not-lower, not-higher, at-most:F, at-least:F, within:F or reported"),
             )
             .in_file(origin)
         })?;
@@ -779,6 +811,8 @@ pub fn run(
                     metrics.insert("damon_cpu_pct".into(), cpu);
                     metrics.insert("damon_monitor_cpu_pct".into(), mon);
                 }
+                // Rows across variants: computed once every variant has run.
+                Derive::BestOf { .. } | Derive::Relative { .. } => {}
             }
         }
         let vdir = out.join("variants").join(&v.name);
@@ -800,8 +834,61 @@ pub fn run(
             summary_json,
         });
     }
+    cross_variant_rows(exp, &mut results);
     write_results(exp, out, &results)?;
     Ok(results)
+}
+
+/// The derived metrics that need other variants' results: `BestOf` rows (inserted before
+/// the first variant they choose among), then `Relative` ratios.
+fn cross_variant_rows(exp: &Experiment, results: &mut Vec<VariantResult>) {
+    for (row, d) in &exp.derive {
+        if let Derive::BestOf {
+            among,
+            metric,
+            published,
+        } = d
+        {
+            let best = results
+                .iter()
+                .filter(|r| among.contains(&r.name))
+                .filter_map(|r| r.metrics.get(metric).map(|v| (r, *v)))
+                .fold(None::<(&VariantResult, f64)>, |b, (r, v)| match b {
+                    Some((_, bv)) if bv >= v => b,
+                    _ => Some((r, v)),
+                });
+            if let Some((b, _)) = best {
+                let mut r = b.clone();
+                r.name = row.clone();
+                r.published = published.clone();
+                let at = results
+                    .iter()
+                    .position(|x| among.contains(&x.name))
+                    .unwrap_or(results.len());
+                results.insert(at, r);
+            }
+        }
+    }
+    for (row, d) in &exp.derive {
+        if let Derive::Relative {
+            baseline,
+            metric,
+            key,
+        } = d
+        {
+            let base = results
+                .iter()
+                .find(|r| &r.name == baseline)
+                .and_then(|r| r.metrics.get(metric).copied());
+            if let (Some(b), Some(r)) = (base, results.iter_mut().find(|r| &r.name == row)) {
+                if let Some(v) = r.metrics.get(metric).copied() {
+                    if b > 0.0 {
+                        r.metrics.insert(key.clone(), v / b);
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Result<(), SimError> {

@@ -187,7 +187,12 @@ fn steps() -> Vec<Step> {
         v.push(step("10ms-noprio", "50ms-noprio", metric, Expect::Higher));
         v.push(step("50ms-noprio", "200ms-noprio", metric, Expect::Higher));
     }
-    v.push(step("200ms-noprio", "no-quota", "damon_cpu_pct", Expect::Higher));
+    v.push(step(
+        "200ms-noprio",
+        "no-quota",
+        "damon_cpu_pct",
+        Expect::Higher,
+    ));
     for q in ["10ms", "50ms", "200ms"] {
         let (np, p) = (format!("{q}-noprio"), format!("{q}-prio"));
         v.push(step(&np, &p, "slowdown_pct", Expect::NotHigher));

@@ -12,7 +12,8 @@ use crate::vmstat::{Vm, VmStat};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tiermem_core::config::{KernelConfig, SwapConfig, ZramConfig};
-use tiermem_core::mempolicy::{MemPolicy, PolicyMode};
+use tiermem_core::interleave::{IlCursor, WeightTable};
+use tiermem_core::mempolicy::MemPolicy;
 use tiermem_core::topology::Topology;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SIZE};
 
@@ -51,6 +52,8 @@ pub struct Process {
     pub alive: bool,
     /// Resident pages (`get_mm_rss`).
     pub rss: u64,
+    /// The task's interleave cursor (`il_prev`, `il_weight`).
+    pub il: IlCursor,
 }
 
 impl Process {
@@ -192,6 +195,10 @@ pub struct Kernel {
     pub oom_victims: Vec<u16>,
     /// KSM (`[kernel.ksm]`): page contents, ksmd, the trees. `None` without KSM.
     pub ksm: Option<Box<crate::ksm::Ksm>>,
+    /// The weighted-interleave weight table (`/sys/kernel/mm/mempolicy/weighted_interleave`).
+    pub wi: WeightTable,
+    /// `mbind` calls scheduled for later.
+    pub pending_mbinds: Vec<crate::mempolicy::PendingMbind>,
 }
 
 /// `NUMA_BALANCING_MEMORY_TIERING`.
@@ -222,7 +229,10 @@ impl Kernel {
             let cap = z.capacity.pages_floor().0;
             (z, SwapArea::new(cap))
         });
+        let wi = boot_weight_table(&topo, &cfg);
         Kernel {
+            wi,
+            pending_mbinds: Vec::new(),
             topo,
             cfg,
             nodes,
@@ -278,6 +288,7 @@ impl Kernel {
             cpu_node,
             alive: true,
             rss: 0,
+            il: IlCursor::default(),
         });
         self.ksm_add_process(id as u16);
         id as u16
@@ -297,19 +308,34 @@ impl Kernel {
             .filter(move |n| mask.is_none_or(|m| m & (1u64 << n) != 0))
     }
 
-    /// `policy_node` + `policy_nodemask` for an allocation by a CPU on `cpu_node`.
-    pub fn policy_target(policy: &MemPolicy, cpu_node: NodeId) -> (NodeId, Option<NodeMask>) {
-        match policy.mode {
-            PolicyMode::Default | PolicyMode::Local => (cpu_node, None),
-            PolicyMode::Preferred => (policy.nodes[0], None),
-            PolicyMode::Bind => {
-                let mask = policy.nodes.iter().fold(0u64, |m, n| m | (1 << n.0));
-                // The local zonelist, restricted to the mask: nearest allowed node first.
-                (cpu_node, Some(mask))
-            }
-            // Validation refuses the modes not modelled yet.
-            _ => (cpu_node, None),
-        }
+    /// An allocation without direct reclaim (`gfp & ~__GFP_DIRECT_RECLAIM`, as
+    /// `alloc_pages_preferred_many`'s first try): the fast path at the low watermark, then
+    /// the slow path's kswapd wakeups and the min watermark; `None` if that fails.
+    pub fn alloc_no_direct_reclaim(
+        &mut self,
+        owner: u16,
+        vpn: u32,
+        preferred: NodeId,
+        mask: NodeMask,
+        cpu_node: NodeId,
+        now: SimTime,
+    ) -> Option<(usize, u32, SimDuration)> {
+        let zl: Vec<usize> = self.zonelist(preferred, Some(mask)).collect();
+        let first = *zl.first()?;
+        let pick = zl
+            .iter()
+            .copied()
+            .find(|&n| self.wmark_ok(n, self.nodes[n].wmark.low))
+            .or_else(|| {
+                for &n in &zl {
+                    self.wakeup_kswapd(n, now);
+                }
+                zl.iter()
+                    .copied()
+                    .find(|&n| self.wmark_ok(n, self.nodes[n].wmark.min))
+            })?;
+        let (n, pfn) = self.take_on(pick, first, cpu_node.idx(), owner, vpn);
+        Some((n, pfn, SimDuration::ZERO))
     }
 
     /// `zone_watermark_ok` for order 0: free pages above the mark.
@@ -501,13 +527,11 @@ impl Kernel {
         let proc_ = &self.procs[p as usize];
         let pte = proc_.ptes[idx as usize];
         debug_assert!(pte & PTE_PRESENT == 0);
-        let policy = proc_
-            .vma_of(idx)
-            .and_then(|v| v.policy.clone())
-            .unwrap_or_else(|| proc_.policy.clone());
-        let (preferred, mask) = Self::policy_target(&policy, cpu_node);
-        let (n, pfn, reclaim_cost) =
-            self.alloc_user_page(p, idx, preferred, mask, cpu_node, now)?;
+        let _ = proc_;
+        // get_vma_policy + alloc_pages_mpol: interleave modes pick by the page's index.
+        let ilx = self.interleave_index(p, idx);
+        let plan = self.policy_plan(self.effective_policy(p, idx), ilx, cpu_node);
+        let (n, pfn, reclaim_cost) = self.alloc_by_plan(p, idx, plan, cpu_node, now)?;
         let mut cost = reclaim_cost;
         self.vmstat.inc(n, Vm::Pgfault);
         let mut new_pte = pte_mk(n, pfn) | PTE_ACCESSED;
@@ -1122,4 +1146,35 @@ impl Kernel {
         }
         Ok(())
     }
+}
+
+/// The weight table at boot: the configured semantics; on 6.16+ every node with memory
+/// reports its bandwidth (`node_set_perf_attrs` → `mempolicy_set_node_perf`, the HMAT
+/// access-class-1 figures: the machine's read and write bandwidth), which sets the `auto`
+/// weights; then the configured sysfs writes (`nodeN`, then `auto`).
+fn boot_weight_table(topo: &Topology, cfg: &KernelConfig) -> WeightTable {
+    let wc = &cfg.weighted_interleave;
+    let has_memory: Vec<bool> = topo.nodes.iter().map(|n| n.capacity.0 > 0).collect();
+    let mut t = WeightTable::new(wc.semantics(), has_memory.clone());
+    for (i, n) in topo.nodes.iter().enumerate() {
+        if has_memory[i] {
+            t.set_node_perf(
+                i as u32,
+                n.read_bandwidth.bytes_per_s(),
+                n.write_bandwidth.bytes_per_s(),
+            );
+        }
+    }
+    if let Some(w) = &wc.weights {
+        for (i, v) in w.iter().enumerate() {
+            if has_memory.get(i).copied().unwrap_or(false) {
+                // Validated with the config: cannot fail.
+                let _ = t.write_node(i as u32, &v.to_string());
+            }
+        }
+    }
+    if let Some(a) = wc.auto {
+        let _ = t.write_auto(if a { "1" } else { "0" });
+    }
+    t
 }

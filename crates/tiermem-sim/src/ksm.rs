@@ -632,14 +632,12 @@ impl Kernel {
         now: SimTime,
         write: bool,
     ) -> Result<SimDuration, FaultError> {
-        let proc_ = &self.procs[p as usize];
-        let policy = proc_
-            .vma_of(vpn)
-            .and_then(|v| v.policy.clone())
-            .unwrap_or_else(|| proc_.policy.clone());
-        let (preferred, mask) = Self::policy_target(&policy, cpu_node);
+        // The new copy is placed by the VMA/task policy with the page's interleave index, as
+        // a fault is (`alloc_pages_mpol`).
+        let policy = self.effective_policy(p, vpn).clone();
+        let plan = self.policy_plan(&policy, self.interleave_index(p, vpn), cpu_node);
         // Allocate first: reclaim may demote the KSM page meanwhile (KSM state stays in place).
-        let (n, pfn, reclaim) = self.alloc_user_page(p, vpn, preferred, mask, cpu_node, now)?;
+        let (n, pfn, reclaim) = self.alloc_by_plan(p, vpn, plan, cpu_node, now)?;
         let pte = self.procs[p as usize].ptes[vpn as usize];
         let mut k = self
             .ksm

@@ -6,8 +6,9 @@
 //! * [`mem`]: page-table entries, frames, free counts, watermarks, LRU lists;
 //! * [`kernel`]: faults, the page allocator with fallback, reclaim (kswapd, direct),
 //!   demotion, swap and zram, the OOM killer, with kernel counter names ([`vmstat`]);
+//! * [`mempolicy`]: memory policies (interleave paths, `set_mempolicy`, `mbind`);
 //! * [`timing`]: per-window closed-loop solution of node latencies;
-//! * [`workload`]: pmbench, STREAM and MLC access generators;
+//! * [`workload`]: pmbench, STREAM and MLC access generators ([`xsbench`]: XSBench);
 //! * [`engine`]: the simulation loop and the observers (summary, timeline).
 //!
 //! ```no_run
@@ -28,11 +29,15 @@ pub mod kernel;
 pub mod ksm;
 pub mod ksm_experiment;
 pub mod mem;
+pub mod mempolicy;
 pub mod numa;
+pub mod seed002;
 pub mod timing;
+pub mod tuner;
 pub mod vm_guest;
 pub mod vmstat;
 pub mod workload;
+pub mod xsbench;
 
 use tiermem_core::config::SimConfig;
 use tiermem_core::units::SimDuration;

@@ -393,8 +393,9 @@ impl Kernel {
         cost
     }
 
-    /// `mpol_misplaced`: only the default policy carries `MPOL_F_MOF | MPOL_F_MORON`; with it
-    /// the target is the faulting CPU's node, if `should_numa_migrate_memory` agrees.
+    /// `mpol_misplaced`: the default policy, and BIND / PREFERRED_MANY with
+    /// `MPOL_F_NUMA_BALANCING`, carry `MPOL_F_MOF | MPOL_F_MORON`; with it the target is the
+    /// faulting CPU's node, if `should_numa_migrate_memory` agrees.
     fn mpol_misplaced(
         &mut self,
         tid: usize,
@@ -405,12 +406,21 @@ impl Kernel {
         now: SimTime,
     ) -> Option<usize> {
         let pr = &self.procs[proc as usize];
-        let vma_pol = pr.vma_of(idx).and_then(|v| v.policy.as_ref());
-        let mode = vma_pol.map_or(pr.policy.mode, |p| p.mode);
-        if mode != PolicyMode::Default {
+        let pol = pr
+            .vma_of(idx)
+            .and_then(|v| v.policy.as_ref())
+            .unwrap_or(&pr.policy);
+        // MPOL_F_NUMA_BALANCING on BIND / PREFERRED_MANY also sets MOF | MORON: the page
+        // may move to the faulting CPU's node if that node is in the policy's set.
+        let moron = pol.has_flag(tiermem_core::mempolicy::ModeFlag::NumaBalancing)
+            && matches!(pol.mode, PolicyMode::Bind | PolicyMode::PreferredMany);
+        if pol.mode != PolicyMode::Default && !moron {
             return None;
         }
         let dst = self.numa.tasks[tid].cpu_node.idx();
+        if moron && pol.node_mask() & (1u64 << dst) == 0 {
+            return None;
+        }
         if !self.should_numa_migrate_memory(tid, nid, pfn, dst, now) {
             return None;
         }
@@ -739,10 +749,7 @@ mod tests {
         );
         for i in 0..n {
             let node = place(i);
-            k.procs[p as usize].policy = MemPolicy {
-                mode: PolicyMode::Bind,
-                nodes: vec![NodeId(node)],
-            };
+            k.procs[p as usize].policy = MemPolicy::new(PolicyMode::Bind, vec![NodeId(node)]);
             k.handle_fault(p, i, false, NodeId(cpu), at(0)).unwrap();
         }
         k.procs[p as usize].policy = MemPolicy::default();

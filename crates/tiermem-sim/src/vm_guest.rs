@@ -175,6 +175,7 @@ pub fn build(
             MemPolicy {
                 mode: PolicyMode::Bind,
                 nodes: vec![node],
+                ..Default::default()
             }
         } else {
             MemPolicy::default()

@@ -33,6 +33,7 @@ counters! {
     NumaForeign => "numa_foreign": "allocations preferred here that went elsewhere",
     NumaLocal => "numa_local": "allocations on the allocating CPU's node",
     NumaOther => "numa_other": "allocations on another node than the CPU's",
+    NumaInterleave => "numa_interleave": "interleave allocations that got their target node (`NUMA_INTERLEAVE_HIT`)",
     PgscanKswapd => "pgscan_kswapd": "inactive pages scanned by kswapd",
     PgscanDirect => "pgscan_direct": "inactive pages scanned by direct reclaim",
     PgstealKswapd => "pgsteal_kswapd": "pages reclaimed (incl. demoted) by kswapd",

@@ -64,6 +64,7 @@ pub enum Generator {
     Parsec(crate::damon_workloads::ParsecGen),
     HotRegions(crate::damon_workloads::HotRegionsGen),
     VmGuest(crate::vm_guest::VmGen),
+    Xsbench(crate::xsbench::XsbenchGen),
 }
 
 impl Generator {
@@ -78,6 +79,7 @@ impl Generator {
             Generator::Parsec(g) => g.next(rng, out),
             Generator::HotRegions(g) => g.next(rng, out),
             Generator::VmGuest(g) => g.next(rng, out),
+            Generator::Xsbench(g) => g.next(rng, out),
         }
     }
 }
@@ -506,7 +508,6 @@ pub struct MlcBwGen {
     prep: BufferPrep,
     seq: &'static [u8],
     page: u32,
-    seq_pos: usize,
 }
 
 impl MlcBwGen {
@@ -515,7 +516,6 @@ impl MlcBwGen {
             prep: BufferPrep::new(base, pages),
             seq: mlc_sequence(traffic),
             page: 0,
-            seq_pos: 0,
         }
     }
 
@@ -523,14 +523,20 @@ impl MlcBwGen {
         if let Some(step) = self.prep.step(out) {
             return step;
         }
-        for _ in 0..BATCH {
-            let kind = self.seq[self.seq_pos] | K_STREAM;
-            self.seq_pos = (self.seq_pos + 1) % self.seq.len();
-            out.push(Access {
-                idx: self.prep.base + self.page,
-                lines: 64,
-                kind,
-            });
+        // The traffic type's kinds alternate line by line, so every page sees the same
+        // mix: each page is split into one access per kind of the sequence (a page-level
+        // alternation would alias with interleaving, sending all reads to some nodes and all
+        // stores to others).
+        let k = self.seq.len() as u8;
+        for _ in 0..BATCH / self.seq.len() {
+            for (j, &kind) in self.seq.iter().enumerate() {
+                let lines = 64 / k + u8::from((j as u8) < 64 % k);
+                out.push(Access {
+                    idx: self.prep.base + self.page,
+                    lines,
+                    kind: kind | K_STREAM,
+                });
+            }
             self.page = (self.page + 1) % self.prep.pages;
         }
         Step::Accesses
@@ -651,6 +657,7 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                         ("c".into(), pages, None),
                     ],
                 );
+                prepare_regions(kernel, proc, &s.mbind, s.populate);
                 let group = barrier_groups;
                 barrier_groups += 1;
                 for t in 0..s.threads {
@@ -682,6 +689,7 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                     vmas.push(("latbuf".into(), lat_pages, None));
                 }
                 let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas);
+                prepare_regions(kernel, proc, &m.mbind, m.populate);
                 let group = barrier_groups;
                 barrier_groups += 1;
                 let per_line = SimDuration::from_ns_f64(m.delay_cycles as f64 / m.cpu_ghz);
@@ -783,9 +791,68 @@ pub fn build(cfg: &SimConfig, topo: &Topology, kernel: &mut Kernel) -> Vec<Threa
                 kernel,
                 &mut barrier_groups,
             )),
+            WorkloadConfig::Xsbench(x) => {
+                let name = x.name.clone().unwrap_or_else(|| format!("xsbench{wi}"));
+                let cpu = x.cpu_node.unwrap_or(first_cpu);
+                let bytes = crate::xsbench::XsLayout::region_bytes(x);
+                let pages = bytes.map(|b| b.div_ceil(PAGE_SIZE) as u32);
+                let proc = kernel.add_process(
+                    name,
+                    cpu,
+                    x.policy.clone(),
+                    vec![
+                        ("energy".into(), pages[0], None),
+                        ("index".into(), pages[1], None),
+                        ("nuclide".into(), pages[2], None),
+                    ],
+                );
+                prepare_regions(kernel, proc, &x.mbind, x.populate);
+                let base = [0, pages[0], pages[0] + pages[1]];
+                let layout = std::sync::Arc::new(crate::xsbench::XsLayout::new(x, base));
+                let group = barrier_groups;
+                barrier_groups += 1;
+                for t in 0..x.threads {
+                    threads.push(ThreadSpec {
+                        workload: wi,
+                        proc,
+                        cpu_node: cpu,
+                        // Dependent search reads run one at a time; the row and nuclide reads
+                        // are marked streaming and overlap (STREAM_MLP).
+                        mlp: 1,
+                        cpu_per_access: x.cpu_per_nuclide,
+                        cpu_per_line: SimDuration::ZERO,
+                        cpu_per_line_from_run: false,
+                        start: x.start,
+                        run_duration: None,
+                        barrier_group: Some(group),
+                        generator: Generator::Xsbench(crate::xsbench::XsbenchGen::new(
+                            layout.clone(),
+                            x,
+                            t,
+                        )),
+                        latency_probe: false,
+                    });
+                }
+            }
         }
     }
     threads
+}
+
+/// Apply a workload's `mbind` calls (now, or queued for their time) and populate its
+/// regions up front if asked.
+fn prepare_regions(
+    kernel: &mut Kernel,
+    proc: u16,
+    mbind: &[tiermem_core::config::MbindConfig],
+    populate: tiermem_core::config::Populate,
+) {
+    for m in mbind {
+        kernel.schedule_mbind(proc, m);
+    }
+    if let Err(e) = kernel.populate(proc, populate) {
+        tracing::warn!(?e, "populating the regions failed");
+    }
 }
 
 /// Per-thread figures the engine hands to the workload reports.
@@ -827,6 +894,17 @@ pub enum WorkloadResult {
         add_mbps: f64,
         triad_mbps: f64,
         /// Whether all `ntimes` iterations completed within the simulation.
+        complete: bool,
+    },
+    Xsbench {
+        name: String,
+        threads: u32,
+        /// Lookups performed in the lookup phase.
+        lookups: u64,
+        /// XSBench's figure of merit: lookups / lookup-phase time (the slowest thread's).
+        lookups_per_s: f64,
+        run_seconds: f64,
+        /// Whether every thread finished its lookups within the simulation.
         complete: bool,
     },
     Mlc {
@@ -1010,6 +1088,30 @@ pub fn results(
                         acc.iter().sum::<f64>() / acc.len() as f64
                     },
                     guests,
+                });
+            }
+            WorkloadConfig::Xsbench(x) => {
+                group += 1;
+                let start = rs.iter().filter_map(|r| r.run_start).min();
+                let end = rs.iter().filter_map(|r| r.run_end).max();
+                let complete = rs
+                    .iter()
+                    .all(|r| r.run_end.is_some() && r.run_start.is_some());
+                let secs = match (start, end) {
+                    (Some(a), Some(b)) if b > a => b.since(a).secs_f64(),
+                    _ => 0.0,
+                };
+                out.push(WorkloadResult::Xsbench {
+                    name: x.name.clone().unwrap_or_else(|| format!("xsbench{wi}")),
+                    threads: x.threads,
+                    lookups: if complete { x.lookups } else { 0 },
+                    lookups_per_s: if complete && secs > 0.0 {
+                        x.lookups as f64 / secs
+                    } else {
+                        0.0
+                    },
+                    run_seconds: secs,
+                    complete,
                 });
             }
         }

@@ -231,3 +231,45 @@ proptest! {
         prop_assert!(r.summary.accesses > 0);
     }
 }
+
+/// Seed 002's directions on the calibrated machines, at a small scale: on a STREAM machine
+/// with ~9:1 DRAM:CXL bandwidth, default 1:1 interleave is far below DRAM only and
+/// weighted 9:1 within ±10 % of it.
+#[test]
+fn weighted_interleave_directions_on_the_stream_machine() {
+    let run = |policy: &str, kernel: &str| -> f64 {
+        let text = format!(
+            "machine = \"ddr5-cxl\"\nduration = \"2s\"\n[sim]\ntick = \"50us\"\n{kernel}\n\
+             [[workloads]]\ntype = \"stream\"\narray_elements = 4000000\nthreads = 64\nntimes = 3\n\
+             nt_stores = true\npolicy = {{ {policy} }}\n"
+        );
+        let out = tiermem_sim::run_config_text(&text, "t.toml", None, None).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out.summary_json).unwrap();
+        v["workloads"][0]["triad_mbps"].as_f64().unwrap()
+    };
+    let dram = run("mode = \"bind\", nodes = [0]", "");
+    let il = run("mode = \"interleave\", nodes = [0, 1]", "");
+    let wi = run(
+        "mode = \"weighted_interleave\", nodes = [0, 1]",
+        "[kernel.weighted_interleave]\nsemantics = \"6.9\"\nweights = [9, 1]",
+    );
+    assert!(il < 0.35 * dram, "interleave {il} vs dram {dram}");
+    assert!(
+        (wi / dram - 1.0).abs() < 0.10,
+        "weighted {wi} vs dram {dram}"
+    );
+}
+
+/// XSBench runs to completion and is deterministic.
+#[test]
+fn xsbench_is_deterministic() {
+    let text = "machine = \"small\"\nduration = \"2s\"\n[[workloads]]\ntype = \"xsbench\"\nsize = \"small\"\n\
+                gridpoints = 500\nthreads = 2\nlookups = 2000\npolicy = { mode = \"weighted_interleave\", nodes = [0, 1] }\n";
+    let a = tiermem_sim::run_config_text(text, "t.toml", None, None).unwrap();
+    let b = tiermem_sim::run_config_text(text, "t.toml", None, None).unwrap();
+    assert_eq!(a.summary_json, b.summary_json);
+    let v: serde_json::Value = serde_json::from_str(&a.summary_json).unwrap();
+    assert_eq!(v["workloads"][0]["complete"], true);
+    assert!(v["workloads"][0]["lookups_per_s"].as_f64().unwrap() > 0.0);
+    assert!(v["vmstat"]["numa_interleave"].as_u64().unwrap() > 0);
+}
