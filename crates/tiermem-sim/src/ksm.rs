@@ -1310,6 +1310,7 @@ mod tests {
         let policy = MemPolicy {
             mode: PolicyMode::Bind,
             nodes: vec![NodeId(node)],
+            ..Default::default()
         };
         let p = k.add_process(
             format!("g{node}"),
