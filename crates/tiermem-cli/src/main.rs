@@ -16,6 +16,8 @@ use tiermem_core::ConfigError;
 use tiermem_sim::engine::{Progress, Simulation};
 use tiermem_sim::experiment;
 
+mod trace_cmd;
+
 #[derive(Parser)]
 #[command(
     name = "tiermem",
@@ -77,6 +79,11 @@ enum Cmd {
     },
     /// List the machine presets, or print one as TOML.
     Presets { name: Option<String> },
+    /// Memory traces of real programs: import, info, record (Valgrind Lackey), heatmap.
+    Trace {
+        #[command(subcommand)]
+        cmd: trace_cmd::TraceCmd,
+    },
 }
 
 /// An error with the exit code it maps to.
@@ -137,6 +144,7 @@ fn main() -> ExitCode {
             tiering,
         } => cmd_bench(&size, duration, tiering),
         Cmd::Presets { name } => cmd_presets(name),
+        Cmd::Trace { cmd } => trace_cmd::run(cmd),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -277,6 +285,9 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::Mlc { name, bandwidth_mbps, latency_ns, .. } => {
                 println!("{name}: MLC {bandwidth_mbps:.1} MB/s at {latency_ns:.1} ns")
             }
+            tiermem_sim::workload::WorkloadResult::Trace { name, accesses, trace_accesses, run_seconds, mean_access_ns, .. } => println!(
+                "{name}: trace replay {accesses} accesses (trace: {trace_accesses} per pass) in {run_seconds:.4} s, mean access {mean_access_ns:.1} ns"
+            ),
         }
     }
     let interesting = [

@@ -368,6 +368,7 @@ pub enum WorkloadConfig {
     Pmbench(PmbenchConfig),
     Stream(StreamConfig),
     Mlc(MlcConfig),
+    Trace(TraceConfig),
 }
 
 impl WorkloadConfig {
@@ -376,6 +377,7 @@ impl WorkloadConfig {
             WorkloadConfig::Pmbench(_) => "pmbench",
             WorkloadConfig::Stream(_) => "stream",
             WorkloadConfig::Mlc(_) => "mlc",
+            WorkloadConfig::Trace(_) => "trace",
         }
     }
 }
@@ -582,6 +584,56 @@ fn default_lat_buf() -> Bytes {
 }
 fn yes() -> bool {
     true
+}
+
+/// Replay of a recorded memory trace (`tiermem trace import|record`, `docs/traces.md`).
+///
+/// Each process gets the trace's touched address ranges as VMAs; each trace thread becomes
+/// a simulated thread. Time between accesses comes from the trace: instructions × `cpi` /
+/// `cpu_ghz` for instruction-indexed traces, the recorded nanoseconds for timed ones, times
+/// `time_scale`; the memory latency of each access is added by the timing model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// Name in reports. Default `trace<i>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The trace file (tiermem format), relative to the working directory.
+    pub file: String,
+    /// Independent copies of the traced program (each its own address space). Default 1.
+    #[serde(default = "one")]
+    pub processes: u32,
+    /// Cycles per instruction for instruction-indexed traces. Default 1.0
+    /// (`workload-models.md` §8).
+    #[serde(default = "default_cpi")]
+    pub cpi: f64,
+    /// CPU clock turning cycles into time. Default 2.5 GHz.
+    #[serde(default = "default_ghz")]
+    pub cpu_ghz: f64,
+    /// Multiplier of the time between accesses (0.5 replays twice as densely). Default 1.0.
+    #[serde(default = "default_time_scale")]
+    pub time_scale: f64,
+    /// Passes over the trace; 0 repeats until the simulation ends. Default 1.
+    #[serde(default = "one")]
+    pub loops: u32,
+    /// Lines in flight per thread (memory-level parallelism). Default 1.
+    #[serde(default = "one")]
+    pub mlp: u32,
+    /// CPU node of the threads. Default: the first node with CPUs.
+    #[serde(default)]
+    pub cpu_node: Option<NodeId>,
+    /// Task memory policy. Default: local.
+    #[serde(default)]
+    pub policy: MemPolicy,
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+fn default_cpi() -> f64 {
+    1.0
+}
+fn default_time_scale() -> f64 {
+    1.0
 }
 
 // ---------------------------------------------------------------------------------------
@@ -860,6 +912,36 @@ impl SimConfig {
                     }
                     check_policy(key("policy"), &m.policy)?;
                 }
+                WorkloadConfig::Trace(t) => {
+                    if t.file.is_empty() {
+                        return Err(ConfigError::invalid(key("file"), "must name a trace file"));
+                    }
+                    if t.processes == 0 || t.processes > 4096 {
+                        return Err(ConfigError::invalid(
+                            key("processes"),
+                            "must be within 1..4096",
+                        ));
+                    }
+                    for (f, v, lo, hi) in [
+                        ("cpi", t.cpi, 0.01, 1000.0),
+                        ("cpu_ghz", t.cpu_ghz, 0.1, 10.0),
+                        ("time_scale", t.time_scale, 0.0, 1e6),
+                    ] {
+                        if !(v >= lo && v <= hi) {
+                            return Err(ConfigError::invalid(
+                                key(f),
+                                format!("must be within {lo}..{hi} (got {v})"),
+                            ));
+                        }
+                    }
+                    if t.mlp == 0 || t.mlp > 256 {
+                        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
+                    }
+                    if let Some(c) = t.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                    check_policy(key("policy"), &t.policy)?;
+                }
             }
         }
         Ok(())
@@ -874,7 +956,7 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
     let ty = table.get("type").and_then(|t| t.as_str()).ok_or_else(|| {
         ConfigError::invalid(
             format!("{prefix}.type"),
-            "missing: one of \"pmbench\", \"stream\", \"mlc\"",
+            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"trace\"",
         )
     })?;
     let mut rest = table.clone();
@@ -884,11 +966,12 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
         "pmbench" => WorkloadConfig::Pmbench(typed(rest, &prefix)?),
         "stream" => WorkloadConfig::Stream(typed(rest, &prefix)?),
         "mlc" => WorkloadConfig::Mlc(typed(rest, &prefix)?),
+        "trace" => WorkloadConfig::Trace(typed(rest, &prefix)?),
         other => {
             return Err(ConfigError::invalid(
                 format!("{prefix}.type"),
                 format!(
-                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\" or \"mlc\""
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\" or \"trace\""
                 ),
             ))
         }

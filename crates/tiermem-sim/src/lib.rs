@@ -7,7 +7,8 @@
 //! * [`kernel`]: faults, the page allocator with fallback, reclaim (kswapd, direct),
 //!   demotion, swap and zram, the OOM killer, with kernel counter names ([`vmstat`]);
 //! * [`timing`]: per-window closed-loop solution of node latencies;
-//! * [`workload`]: pmbench, STREAM and MLC access generators;
+//! * [`workload`]: pmbench, STREAM and MLC access generators, and trace replay
+//!   ([`trace_replay`]);
 //! * [`engine`]: the simulation loop and the observers (summary, timeline).
 //!
 //! ```no_run
@@ -24,6 +25,7 @@ pub mod kernel;
 pub mod mem;
 pub mod numa;
 pub mod timing;
+pub mod trace_replay;
 pub mod vmstat;
 pub mod workload;
 
@@ -37,6 +39,9 @@ pub enum SimError {
     /// The configuration is invalid (exit code 2 at the CLI).
     #[error("{0}")]
     Config(#[from] ConfigError),
+    /// A trace workload's file is missing or malformed.
+    #[error("{0}")]
+    Trace(#[from] tiermem_trace::TraceError),
     /// Writing results failed.
     #[error("{path}: {source}")]
     Io {
@@ -49,6 +54,7 @@ impl SimError {
     /// True when the error is the user's input (config), not the simulator.
     pub fn is_input_error(&self) -> bool {
         matches!(self, SimError::Config(_))
+            || matches!(self, SimError::Trace(e) if e.is_input_error())
     }
 }
 

@@ -128,21 +128,21 @@ impl TraceError {
     pub fn is_input_error(&self) -> bool {
         !matches!(self, TraceError::Write { .. })
     }
-    pub(crate) fn offset(path: &str, offset: u64, msg: impl Into<String>) -> TraceError {
+    pub fn offset(path: &str, offset: u64, msg: impl Into<String>) -> TraceError {
         TraceError::Offset {
             path: path.to_string(),
             offset,
             msg: msg.into(),
         }
     }
-    pub(crate) fn line(path: &str, line: u64, msg: impl Into<String>) -> TraceError {
+    pub fn line(path: &str, line: u64, msg: impl Into<String>) -> TraceError {
         TraceError::Line {
             path: path.to_string(),
             line,
             msg: msg.into(),
         }
     }
-    pub(crate) fn invalid(path: &str, msg: impl Into<String>) -> TraceError {
+    pub fn invalid(path: &str, msg: impl Into<String>) -> TraceError {
         TraceError::Invalid {
             path: path.to_string(),
             msg: msg.into(),
