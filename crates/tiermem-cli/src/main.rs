@@ -76,6 +76,9 @@ enum Cmd {
         /// Run with NUMA-balancing memory tiering on (numa_balancing = 2, demotion enabled).
         #[arg(long)]
         tiering: bool,
+        /// Replay this trace (looped) instead of running pmbench.
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
     /// List the machine presets, or print one as TOML.
     Presets { name: Option<String> },
@@ -142,7 +145,8 @@ fn main() -> ExitCode {
             size,
             duration,
             tiering,
-        } => cmd_bench(&size, duration, tiering),
+            trace,
+        } => cmd_bench(&size, duration, tiering, trace.as_deref()),
         Cmd::Presets { name } => cmd_presets(name),
         Cmd::Trace { cmd } => trace_cmd::run(cmd),
     };
@@ -415,7 +419,12 @@ fn proc_status_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
+fn cmd_bench(
+    size: &str,
+    duration: f64,
+    tiering: bool,
+    trace: Option<&Path>,
+) -> Result<(), Failure> {
     let bytes =
         tiermem_core::units::parse_bytes(size).map_err(|e| input(format!("--size: {e}")))?;
     if bytes.0 < (64 << 20) {
@@ -431,6 +440,15 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
          [[workloads]]\ntype = \"pmbench\"\nmapsize = \"{}\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\n",
         bytes.0
     );
+    let text = match trace {
+        // Trace replay instead: the trace looped for the whole run.
+        Some(t) => format!(
+            "machine = {{ preset = \"small\", nodes = [] }}\nduration = \"{duration}s\"\nseed = 1\n[sim]\nsample_interval = \"1s\"\n\
+             [[workloads]]\ntype = \"trace\"\nfile = {}\nloops = 0\n",
+            toml::Value::String(t.display().to_string())
+        ),
+        None => text,
+    };
     let text = if tiering {
         format!("{text}[kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n")
     } else {
@@ -464,7 +482,11 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
     let (w0, _, a0) = samples.get(half).copied().unwrap_or((0.0, 0.0, 0));
     let steady = (res.summary.accesses - a0) as f64 / (wall - w0).max(1e-9);
     println!(
-        "bench: pmbench normal_ih 80% reads, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
+        "bench: {}, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
+        match trace {
+            Some(t) => format!("replay of {} (looped)", t.display()),
+            None => "pmbench normal_ih 80% reads".to_string(),
+        },
         bytes,
         tiermem_core::units::Bytes(dram),
         if tiering { "on" } else { "off" }
