@@ -73,38 +73,65 @@ fn generate(path: &std::path::Path, lines: u64) {
     f.flush().unwrap();
 }
 
+/// CPU time of this process so far (ns), from `/proc/self/schedstat`: on a shared machine
+/// the wall-clock rate understates the single-core speed, so both are printed.
+fn cpu_ns() -> f64 {
+    std::fs::read_to_string("/proc/self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
 fn main() {
     let lines: u64 = std::env::var("TIERMEM_BENCH_LINES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(50_000_000);
     let dir = tempfile::tempdir().unwrap();
-    let txt = dir.path().join("lackey.txt");
     let out = dir.path().join("trace.tmt");
     let t = Instant::now();
-    generate(&txt, lines);
+    // TIERMEM_BENCH_TEXT: the Lackey file to import (generated there if missing, and kept).
+    let txt = match std::env::var_os("TIERMEM_BENCH_TEXT") {
+        Some(p) => {
+            let p = std::path::PathBuf::from(p);
+            if !p.exists() {
+                generate(&p, lines);
+            }
+            p
+        }
+        None => {
+            let txt = dir.path().join("lackey.txt");
+            generate(&txt, lines);
+            txt
+        }
+    };
     let text_bytes = std::fs::metadata(&txt).unwrap().len();
     eprintln!(
-        "generated {lines} Lackey lines ({:.0} MB) in {:.1} s",
+        "input: {} ({:.0} MB), prepared in {:.1} s",
+        txt.display(),
         text_bytes as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
     // Import: read + parse + encode + zstd + write.
     let t = Instant::now();
+    let c0 = cpu_ns();
     let input = std::fs::File::open(&txt).unwrap();
     let output = std::io::BufWriter::new(std::fs::File::create(&out).unwrap());
     let mut w = TraceWriter::new(output, lackey::TIME_UNIT, "lackey: bench").unwrap();
     let st = lackey::import(input, "lackey.txt", &mut w, LackeyOptions::default()).unwrap();
     let footer = w.finish().unwrap();
     let secs = t.elapsed().as_secs_f64();
+    let cpu = (cpu_ns() - c0) / 1e9;
     let size = std::fs::metadata(&out).unwrap().len();
     println!(
-        "lackey import: {} lines, {} accesses in {:.2} s = {:.1} M lines/s ({:.0} MB/s of text)",
+        "lackey import: {} lines, {} accesses in {:.2} s = {:.1} M lines per wall second ({:.0} MB/s of text); {:.2} CPU s = {:.1} M lines per CPU second",
         st.lines,
         st.accesses,
         secs,
         st.lines as f64 / secs / 1e6,
-        text_bytes as f64 / secs / 1e6
+        text_bytes as f64 / secs / 1e6,
+        cpu,
+        st.lines as f64 / cpu / 1e6
     );
     println!(
         "trace size: {} bytes = {:.2} bytes/access ({} pages, {} ranges)",

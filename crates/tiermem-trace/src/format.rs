@@ -39,8 +39,9 @@ pub const MAX_FOOTER: u32 = 256 << 20;
 /// Pages apart two touched pages may be and still share one address range in the footer
 /// (1 MiB: fewer simulated VMAs; untouched pages inside a range cost only a page-table slot).
 pub const RANGE_GAP_PAGES: u64 = 256;
-/// zstd level of the chunks (level 3, zstd's default, compresses at several hundred MB/s).
-pub const ZSTD_LEVEL: i32 = 3;
+/// zstd level of the chunks. Level 2 (zstd's "dfast" strategy with smaller tables than the
+/// default 3) imports ~15 % faster for ~2 % larger traces on the benchmark.
+pub const ZSTD_LEVEL: i32 = 2;
 
 /// What a trace's `time` counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,7 +140,7 @@ const EMPTY: u64 = u64::MAX;
 impl PageSet {
     pub(crate) fn new() -> Self {
         PageSet {
-            recent: vec![EMPTY; 4096],
+            recent: vec![EMPTY; 1 << 14],
             table: vec![EMPTY; 1 << 12],
             len: 0,
         }
