@@ -318,7 +318,7 @@ fn print_info(i: &tiermem_trace::info::Info) {
     );
     println!(
         "duration    {} {unit} (from {} to {})",
-        i.last_time - i.first_time,
+        i.last_time.saturating_sub(i.first_time),
         i.first_time,
         i.last_time
     );

@@ -203,7 +203,7 @@ impl TraceGen {
                 }
             }
             if let Some(p) = self.prev_time {
-                gap_units += rec.time - p;
+                gap_units += rec.time.saturating_sub(p);
             }
             self.prev_time = Some(rec.time);
             let page = rec.page();

@@ -581,6 +581,8 @@ pub struct TraceReader<R: Read> {
     addr: u64,
     thread: u32,
     records: u64,
+    /// Time of the previous record (times never decrease).
+    floor: u64,
     ended: bool,
 }
 
@@ -619,6 +621,7 @@ impl<R: Read> TraceReader<R> {
             addr: 0,
             thread: 0,
             records: 0,
+            floor: 0,
             ended: false,
         })
     }
@@ -754,11 +757,20 @@ impl<R: Read> TraceReader<R> {
             }
         }
         match self.decode() {
-            Some(r) => {
+            Some(r) if r.time >= self.floor => {
                 self.left -= 1;
                 self.records += 1;
+                self.floor = r.time;
                 Ok(Some(r))
             }
+            Some(r) => Err(TraceError::offset(
+                &self.name,
+                self.chunk_offset,
+                format!(
+                    "record {}: time {} is before the previous record's {}",
+                    self.records, r.time, self.floor
+                ),
+            )),
             None => Err(TraceError::offset(
                 &self.name,
                 self.chunk_offset,

@@ -250,7 +250,7 @@ pub fn heatmap(path: &Path, time_bins: usize, addr_bins: usize) -> Result<Heatma
         acc += r.1 - r.0;
     }
     let t0 = footer.first_time;
-    let span = (footer.last_time - t0).max(1) as u128;
+    let span = footer.last_time.saturating_sub(t0).max(1) as u128;
     let mut counts = vec![vec![0u64; addr_bins]; time_bins];
     let mut last = 0usize;
     while let Some(rec) = r.next_record()? {
@@ -267,7 +267,7 @@ pub fn heatmap(path: &Path, time_bins: usize, addr_bins: usize) -> Result<Heatma
             last = k;
         }
         let pos = bases[last] + (p - footer.ranges[last].0);
-        let tb = (((rec.time - t0) as u128 * time_bins as u128) / (span + 1)) as usize;
+        let tb = ((rec.time.saturating_sub(t0) as u128 * time_bins as u128) / (span + 1)) as usize;
         let ab = ((pos as u128 * addr_bins as u128) / total as u128) as usize;
         counts[tb.min(time_bins - 1)][ab.min(addr_bins - 1)] += 1;
     }
