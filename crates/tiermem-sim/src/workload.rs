@@ -61,7 +61,7 @@ pub enum Generator {
     Stream(StreamGen),
     MlcBw(MlcBwGen),
     MlcLat(MlcLatGen),
-    Trace(crate::trace_replay::TraceGen),
+    Trace(Box<crate::trace_replay::TraceGen>),
 }
 
 impl Generator {
@@ -765,13 +765,15 @@ pub fn build(
                             start: t.start,
                             run_duration: None,
                             barrier_group: None,
-                            generator: Generator::Trace(crate::trace_replay::TraceGen::new(
-                                layout.clone(),
-                                (!single).then_some(tt),
-                                t.cpi,
-                                t.cpu_ghz,
-                                t.time_scale,
-                                t.loops,
+                            generator: Generator::Trace(Box::new(
+                                crate::trace_replay::TraceGen::new(
+                                    layout.clone(),
+                                    (!single).then_some(tt),
+                                    t.cpi,
+                                    t.cpu_ghz,
+                                    t.time_scale,
+                                    t.loops,
+                                ),
                             )),
                             latency_probe: false,
                         });

@@ -143,7 +143,7 @@ fn parse(doc: &Value, name: &str, opts: &DamoOptions) -> Result<Vec<Target>, Tra
                     .ok_or_else(|| bad(format!("{sp}.{k}"), "missing"))?;
                 let x =
                     number(v, Some(1.0)).ok_or_else(|| bad(format!("{sp}.{k}"), "not a time"))?;
-                if !(x >= 0.0 && x < 1.8e19) {
+                if !(0.0..1.8e19).contains(&x) {
                     return Err(bad(format!("{sp}.{k}"), "out of range"));
                 }
                 Ok(x as u64)
@@ -168,7 +168,7 @@ fn parse(doc: &Value, name: &str, opts: &DamoOptions) -> Result<Vec<Target>, Tra
                         .get(k)
                         .and_then(|v| number(v, None))
                         .ok_or_else(|| bad(format!("{gp}.{k}"), "missing or not an address"))?;
-                    if !(x >= 0.0 && x < 1.8e19) {
+                    if !(0.0..1.8e19).contains(&x) {
                         return Err(bad(format!("{gp}.{k}"), "out of range"));
                     }
                     Ok(x as u64)
@@ -309,8 +309,10 @@ pub fn import<R: Read, W: Write>(
     }
     slots.sort_unstable();
     let mut rng = SplitMix(opts.seed);
-    let mut st = ImportStats::default();
-    st.lines = targets.iter().map(|t| t.snapshots.len() as u64).sum();
+    let mut st = ImportStats {
+        lines: targets.iter().map(|t| t.snapshots.len() as u64).sum(),
+        ..ImportStats::default()
+    };
     for (time, ti, si, _) in slots {
         let snap = &targets[ti as usize].snapshots[si as usize];
         for r in &snap.regions {

@@ -751,10 +751,8 @@ impl<R: Read> TraceReader<R> {
     /// The next record, `None` after the last one.
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
-        if self.left == 0 {
-            if self.ended || !self.next_chunk()? {
-                return Ok(None);
-            }
+        if self.left == 0 && (self.ended || !self.next_chunk()?) {
+            return Ok(None);
         }
         match self.decode() {
             Some(r) if r.time >= self.floor => {
