@@ -39,7 +39,8 @@ column name, or a list of them), ``variants`` (names to include, all when null),
 distinct value of that variant label or metric, as sweeps write them: a variant may carry
 ``"labels": {parameter: value}``) and, for timelines, ``kind`` (one of
 :data:`KINDS`) and ``subplots`` (one panel per variant instead of a shared axes) are
-optional. Metric names are keys of a variant's ``metrics`` (such as
+optional. A ``heatmap`` plot names in ``data`` the JSON matrix written by
+``tiermem trace heatmap`` (time x address access counts). Metric names are keys of a variant's ``metrics`` (such as
 ``"workloads[0].triad_mbps"``) or dotted paths into nested metric objects. A variant may
 also carry ``"published": {metric: value}``: bar and line plots draw those reference
 figures beside the simulated ones. A plot whose data
@@ -704,6 +705,54 @@ def _timeline(out_dir: Path, results: Mapping[str, Any], spec: Mapping[str, Any]
     return fig
 
 
+def _heatmap(out_dir: Path, spec: Mapping[str, Any]) -> Figure:
+    """A trace heatmap (time x address, colour = accesses, log scale) from the JSON matrix
+    that ``tiermem trace heatmap`` writes (``spec["data"]``, relative to the directory)."""
+    data_file = spec.get("data")
+    if not isinstance(data_file, str):
+        raise _SkipPlot("`data` must name the heatmap JSON file")
+    data_path = _output_path(out_dir, data_file)
+    try:
+        hm = json.loads(data_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise _SkipPlot(f"cannot read {data_file}: {e}") from None
+    counts = np.asarray(hm.get("counts") or [[0]], dtype=float)
+    if counts.ndim != 2 or counts.size == 0:
+        raise _SkipPlot(f"{data_file}: `counts` must be a non-empty matrix")
+    fig, axes = _new_figure()
+    ax = axes[0]
+    unit = hm.get("time_unit", "instructions")
+    t0, t1 = float(hm.get("first_time", 0)), float(hm.get("last_time", 1))
+    scale, tlabel = (1e-9, "time (s)") if unit == "ns" else (1e-6, "instructions (millions)")
+    mib = float(hm.get("pages", 1)) * 4096 / 2**20
+    shown = np.where(counts > 0, counts, np.nan)
+    from matplotlib.colors import LogNorm
+
+    vmax = np.nanmax(shown) if np.isfinite(np.nanmax(shown)) else 1.0
+    image = ax.imshow(
+        shown.T,
+        origin="lower",
+        aspect="auto",
+        interpolation="nearest",
+        extent=(t0 * scale, max(t1, t0 + 1) * scale, 0, mib),
+        norm=LogNorm(vmin=1, vmax=max(vmax, 1.0)),
+        cmap="viridis",
+    )
+    fig.colorbar(image, ax=ax, label="accesses per cell")
+    # Boundaries of the concatenated address ranges.
+    pos = 0.0
+    for first, end in (hm.get("ranges") or [])[:-1]:
+        pos += (end - first) * 4096 / 2**20
+        ax.axhline(pos, color="white", linewidth=0.5, alpha=0.6)
+    _finish(
+        ax,
+        spec.get("xlabel") or tlabel,
+        spec.get("ylabel") or "touched address space (MiB, gaps removed)",
+        spec.get("title") or f"access heatmap of {hm.get('file', '')}",
+    )
+    return fig
+
+
 def _output_path(out_dir: Path, file: Any) -> Path:
     """Where a plot goes: ``file`` relative to the output directory, never outside it."""
     if not isinstance(file, str) or not file:
@@ -792,9 +841,11 @@ def render_experiment(out_dir: Union[str, os.PathLike]) -> List[Path]:
                 fig = _timeline(out, results, spec)
             elif kind == "weights":
                 fig = _weights(results, spec)
+            elif kind == "heatmap":
+                fig = _heatmap(out, spec)
             else:
                 raise _SkipPlot(
-                    f"unknown plot type {kind!r}: expected bar, line, timeline or weights"
+                    f"unknown plot type {kind!r}: expected bar, line, timeline, weights or heatmap"
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=_DPI, bbox_inches="tight")

@@ -545,3 +545,22 @@ def test_weights_plot_draws_the_sweep_and_references(tmp_path, capsys):
     assert (out / "weights.png").read_bytes().startswith(b"\x89PNG")
     err = capsys.readouterr().err
     assert "two-y.png" in err and "no-sweep.png" in err
+def test_render_trace_heatmap(tmp_path):
+    """A `heatmap` plot (written by `tiermem trace heatmap`) renders from its JSON matrix;
+    a missing matrix file is skipped with a warning, not an error."""
+    counts = [[0] * 8 for _ in range(5)]
+    counts[1][2] = 40
+    counts[3][7] = 1
+    (tmp_path / "heatmap.json").write_text(json.dumps({
+        "file": "t.tmt", "time_unit": "instructions", "first_time": 0, "last_time": 1000,
+        "ranges": [[16, 20], [100, 104]], "pages": 8, "time_bins": 5, "addr_bins": 8,
+        "counts": counts,
+    }))
+    (tmp_path / "results.json").write_text(json.dumps({
+        "experiment": "trace-heatmap", "variants": [],
+        "plots": [{"file": "heatmap.png", "type": "heatmap", "data": "heatmap.json"},
+                  {"file": "missing.png", "type": "heatmap", "data": "nope.json"}],
+    }))
+    written = render_experiment(tmp_path)
+    assert [p.name for p in written] == ["heatmap.png"]
+    assert (tmp_path / "heatmap.png").stat().st_size > 1000

@@ -16,6 +16,8 @@ use tiermem_core::ConfigError;
 use tiermem_sim::engine::{Progress, Simulation};
 use tiermem_sim::experiment;
 
+mod trace_cmd;
+
 #[derive(Parser)]
 #[command(
     name = "tiermem",
@@ -74,6 +76,9 @@ enum Cmd {
         /// Run with NUMA-balancing memory tiering on (numa_balancing = 2, demotion enabled).
         #[arg(long)]
         tiering: bool,
+        /// Replay this trace (looped) instead of running pmbench.
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
     /// List the machine presets, or print one as TOML.
     Presets { name: Option<String> },
@@ -124,6 +129,11 @@ enum Cmd {
         /// Write the sweep as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Memory traces of real programs: import, info, record (Valgrind Lackey), heatmap.
+    Trace {
+        #[command(subcommand)]
+        cmd: trace_cmd::TraceCmd,
     },
 }
 
@@ -183,7 +193,8 @@ fn main() -> ExitCode {
             size,
             duration,
             tiering,
-        } => cmd_bench(&size, duration, tiering),
+            trace,
+        } => cmd_bench(&size, duration, tiering, trace.as_deref()),
         Cmd::Presets { name } => cmd_presets(name),
         Cmd::Sweep {
             file,
@@ -221,6 +232,7 @@ fn main() -> ExitCode {
             max_weight,
             out,
         } => cmd_tune(&config, metric, workload, max_weight, out),
+        Cmd::Trace { cmd } => trace_cmd::run(cmd),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -294,6 +306,7 @@ fn cmd_tune(
             tiermem_core::config::WorkloadConfig::Hotregions(_) => "accesses",
             tiermem_core::config::WorkloadConfig::Parsec(_) => "accesses",
             tiermem_core::config::WorkloadConfig::VmGuest(_) => "mean_access_ns",
+            tiermem_core::config::WorkloadConfig::Trace(_) => "accesses_per_s",
         };
         format!("workloads[{workload}].{m}")
     });
@@ -448,6 +461,9 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::Xsbench { name, lookups_per_s, complete, .. } => println!(
                 "{name}: XSBench {lookups_per_s:.0} lookups/s{}",
                 if *complete { "" } else { " (incomplete: raise duration)" }
+            ),
+            tiermem_sim::workload::WorkloadResult::Trace { name, accesses, trace_accesses, run_seconds, mean_access_ns, .. } => println!(
+                "{name}: trace replay {accesses} accesses (trace: {trace_accesses} per pass) in {run_seconds:.4} s, mean access {mean_access_ns:.1} ns"
             ),
         }
     }
@@ -649,7 +665,12 @@ fn proc_status_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
+fn cmd_bench(
+    size: &str,
+    duration: f64,
+    tiering: bool,
+    trace: Option<&Path>,
+) -> Result<(), Failure> {
     let bytes =
         tiermem_core::units::parse_bytes(size).map_err(|e| input(format!("--size: {e}")))?;
     if bytes.0 < (64 << 20) {
@@ -665,6 +686,15 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
          [[workloads]]\ntype = \"pmbench\"\nmapsize = \"{}\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\n",
         bytes.0
     );
+    let text = match trace {
+        // Trace replay instead: the trace looped for the whole run.
+        Some(t) => format!(
+            "machine = {{ preset = \"small\", nodes = [] }}\nduration = \"{duration}s\"\nseed = 1\n[sim]\nsample_interval = \"1s\"\n\
+             [[workloads]]\ntype = \"trace\"\nfile = {}\nloops = 0\n",
+            toml::Value::String(t.display().to_string())
+        ),
+        None => text,
+    };
     let text = if tiering {
         format!("{text}[kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n")
     } else {
@@ -698,7 +728,11 @@ fn cmd_bench(size: &str, duration: f64, tiering: bool) -> Result<(), Failure> {
     let (w0, _, a0) = samples.get(half).copied().unwrap_or((0.0, 0.0, 0));
     let steady = (res.summary.accesses - a0) as f64 / (wall - w0).max(1e-9);
     println!(
-        "bench: pmbench normal_ih 80% reads, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
+        "bench: {}, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
+        match trace {
+            Some(t) => format!("replay of {} (looped)", t.display()),
+            None => "pmbench normal_ih 80% reads".to_string(),
+        },
         bytes,
         tiermem_core::units::Bytes(dram),
         if tiering { "on" } else { "off" }

@@ -465,6 +465,7 @@ pub enum WorkloadConfig {
     #[serde(rename = "vm_guest")]
     VmGuest(crate::ksm::VmGuestConfig),
     Xsbench(XsbenchConfig),
+    Trace(TraceConfig),
 }
 
 impl WorkloadConfig {
@@ -477,6 +478,7 @@ impl WorkloadConfig {
             WorkloadConfig::Hotregions(_) => "hotregions",
             WorkloadConfig::VmGuest(_) => "vm_guest",
             WorkloadConfig::Xsbench(_) => "xsbench",
+            WorkloadConfig::Trace(_) => "trace",
         }
     }
 }
@@ -771,6 +773,56 @@ fn default_lat_buf() -> Bytes {
 }
 fn yes() -> bool {
     true
+}
+
+/// Replay of a recorded memory trace (`tiermem trace import|record`, `docs/traces.md`).
+///
+/// Each process gets the trace's touched address ranges as VMAs; each trace thread becomes
+/// a simulated thread. Time between accesses comes from the trace: instructions × `cpi` /
+/// `cpu_ghz` for instruction-indexed traces, the recorded nanoseconds for timed ones, times
+/// `time_scale`; the memory latency of each access is added by the timing model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// Name in reports. Default `trace<i>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The trace file (tiermem format), relative to the working directory.
+    pub file: String,
+    /// Independent copies of the traced program (each its own address space). Default 1.
+    #[serde(default = "one")]
+    pub processes: u32,
+    /// Cycles per instruction for instruction-indexed traces. Default 1.0
+    /// (`workload-models.md` §8).
+    #[serde(default = "default_cpi")]
+    pub cpi: f64,
+    /// CPU clock turning cycles into time. Default 2.5 GHz.
+    #[serde(default = "default_ghz")]
+    pub cpu_ghz: f64,
+    /// Multiplier of the time between accesses (0.5 replays twice as densely). Default 1.0.
+    #[serde(default = "default_time_scale")]
+    pub time_scale: f64,
+    /// Passes over the trace; 0 repeats until the simulation ends. Default 1.
+    #[serde(default = "one")]
+    pub loops: u32,
+    /// Lines in flight per thread (memory-level parallelism). Default 1.
+    #[serde(default = "one")]
+    pub mlp: u32,
+    /// CPU node of the threads. Default: the first node with CPUs.
+    #[serde(default)]
+    pub cpu_node: Option<NodeId>,
+    /// Task memory policy. Default: local.
+    #[serde(default)]
+    pub policy: MemPolicy,
+    #[serde(default)]
+    pub start: SimDuration,
+}
+
+fn default_cpi() -> f64 {
+    1.0
+}
+fn default_time_scale() -> f64 {
+    1.0
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1139,6 +1191,36 @@ impl SimConfig {
                         check_node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
                     }
                 }
+                WorkloadConfig::Trace(t) => {
+                    if t.file.is_empty() {
+                        return Err(ConfigError::invalid(key("file"), "must name a trace file"));
+                    }
+                    if t.processes == 0 || t.processes > 4096 {
+                        return Err(ConfigError::invalid(
+                            key("processes"),
+                            "must be within 1..4096",
+                        ));
+                    }
+                    for (f, v, lo, hi) in [
+                        ("cpi", t.cpi, 0.01, 1000.0),
+                        ("cpu_ghz", t.cpu_ghz, 0.1, 10.0),
+                        ("time_scale", t.time_scale, 0.0, 1e6),
+                    ] {
+                        if !(v >= lo && v <= hi) {
+                            return Err(ConfigError::invalid(
+                                key(f),
+                                format!("must be within {lo}..{hi} (got {v})"),
+                            ));
+                        }
+                    }
+                    if t.mlp == 0 || t.mlp > 256 {
+                        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
+                    }
+                    if let Some(c) = t.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                    check_policy(key("policy"), &t.policy)?;
+                }
             }
         }
         Ok(())
@@ -1153,7 +1235,7 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
     let ty = table.get("type").and_then(|t| t.as_str()).ok_or_else(|| {
         ConfigError::invalid(
             format!("{prefix}.type"),
-            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\"",
+            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\", \"trace\"",
         )
     })?;
     let mut rest = table.clone();
@@ -1167,11 +1249,12 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
         "hotregions" => WorkloadConfig::Hotregions(typed(rest, &prefix)?),
         "vm_guest" => WorkloadConfig::VmGuest(typed(rest, &prefix)?),
         "xsbench" => WorkloadConfig::Xsbench(typed(rest, &prefix)?),
+        "trace" => WorkloadConfig::Trace(typed(rest, &prefix)?),
         other => {
             return Err(ConfigError::invalid(
                 format!("{prefix}.type"),
                 format!(
-                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\" or \"vm_guest\""
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\" or \"trace\""
                 ),
             ))
         }
@@ -1205,8 +1288,9 @@ impl WorkloadConfig {
             WorkloadConfig::Parsec(_) | WorkloadConfig::Hotregions(_) => {
                 vec!["heap".into(), "mmap".into(), "stack".into()]
             }
-            // Guests map their memory themselves; no mbind regions.
-            WorkloadConfig::VmGuest(_) => Vec::new(),
+            // Guests map their memory themselves, traces from their address ranges: no
+            // mbind regions.
+            WorkloadConfig::VmGuest(_) | WorkloadConfig::Trace(_) => Vec::new(),
         }
     }
 }

@@ -258,7 +258,7 @@ impl Simulation {
         let curves = topo.nodes.iter().map(|n| n.curve).collect();
         let mut kernel = Kernel::new(topo, cfg.kernel.clone(), mix_seed(cfg.seed, 0xFFFF, 1));
         let topo_copy = kernel.topo.clone();
-        let specs = workload::build(cfg, &topo_copy, &mut kernel);
+        let specs = workload::build(cfg, &topo_copy, &mut kernel)?;
         let mut groups: Vec<(Vec<usize>, Vec<SimTime>)> = Vec::new();
         let threads: Vec<Thread> = specs
             .into_iter()
@@ -544,7 +544,12 @@ impl Simulation {
             }
             if th.cursor >= th.buf.len() {
                 match th.gen.next(&mut th.rng, &mut th.buf) {
-                    Step::Accesses => th.cursor = 0,
+                    Step::Accesses => {
+                        th.cursor = 0;
+                        if let Some(c) = th.gen.batch_cpu_ps() {
+                            th.cpu_per_access = c;
+                        }
+                    }
                     Step::RunStart => {
                         let bytes = th.bytes + th.window_bytes();
                         th.run_mark = Some((th.clock, th.accesses, th.lines, th.lat_sum, bytes));

@@ -8,7 +8,8 @@
 //!   demotion, swap and zram, the OOM killer, with kernel counter names ([`vmstat`]);
 //! * [`mempolicy`]: memory policies (interleave paths, `set_mempolicy`, `mbind`);
 //! * [`timing`]: per-window closed-loop solution of node latencies;
-//! * [`workload`]: pmbench, STREAM and MLC access generators ([`xsbench`]: XSBench);
+//! * [`workload`]: pmbench, STREAM and MLC access generators ([`xsbench`]: XSBench), and
+//!   trace replay ([`trace_replay`]);
 //! * [`engine`]: the simulation loop and the observers (summary, timeline).
 //!
 //! ```no_run
@@ -33,6 +34,7 @@ pub mod mempolicy;
 pub mod numa;
 pub mod seed002;
 pub mod timing;
+pub mod trace_replay;
 pub mod tuner;
 pub mod vm_guest;
 pub mod vmstat;
@@ -49,6 +51,9 @@ pub enum SimError {
     /// The configuration is invalid (exit code 2 at the CLI).
     #[error("{0}")]
     Config(#[from] ConfigError),
+    /// A trace workload's file is missing or malformed.
+    #[error("{0}")]
+    Trace(#[from] tiermem_trace::TraceError),
     /// Writing results failed.
     #[error("{path}: {source}")]
     Io {
@@ -61,6 +66,7 @@ impl SimError {
     /// True when the error is the user's input (config), not the simulator.
     pub fn is_input_error(&self) -> bool {
         matches!(self, SimError::Config(_))
+            || matches!(self, SimError::Trace(e) if e.is_input_error())
     }
 }
 

@@ -1,0 +1,327 @@
+//! `tiermem trace`: import → info → replay keep the source's access counts; bad inputs
+//! exit with code 2 and say where; a real program recorded under Valgrind end to end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tiermem"))
+}
+
+fn tiermem(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "exit {:?}: {err}", o.status.code());
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn bad(o: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains(needle), "{needle:?} not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap()
+}
+
+/// A Lackey text with a known mix: 2000 instructions, 1500 loads, 400 stores, 100 modifies.
+fn lackey_text() -> String {
+    let mut t = String::from("==7== Lackey, an example Valgrind tool\n");
+    for i in 0..2000u64 {
+        t += &format!("I  {:08x},4\n", 0x400000 + 4 * (i % 64));
+        if i < 1500 {
+            t += &format!(" L {:x},8\n", 0x1fff000000u64 + (i * 64) % (64 << 12));
+        }
+        if i < 400 {
+            t += &format!(" S {:x},4\n", 0x5000000u64 + i * 4096);
+        }
+        if i < 100 {
+            t += &format!(" M {:x},8\n", 0x5000000u64 + i * 8);
+        }
+    }
+    t
+}
+
+fn replay_config(trace: &Path, numa_balancing: u32, extra: &str) -> String {
+    format!(
+        "duration = \"3s\"\n\
+         [machine]\npreset = \"small\"\n\
+         [[machine.nodes]]\nid = 0\ncpus = 4\ncapacity = \"64MiB\"\nkind = \"dram\"\nread_latency = \"85ns\"\nread_bandwidth = \"50GB/s\"\n\
+         [[machine.nodes]]\nid = 1\ncapacity = \"128MiB\"\nkind = \"cxl\"\nread_latency = \"200ns\"\nread_bandwidth = \"26.8GB/s\"\nwrite_bandwidth = \"20GB/s\"\n\
+         [kernel]\nnuma_balancing = {numa_balancing}\ndemotion_enabled = true\n\
+         {extra}\
+         [[workloads]]\ntype = \"trace\"\nname = \"replay\"\nfile = {}\n",
+        toml_str(s(trace))
+    )
+}
+
+fn toml_str(v: &str) -> String {
+    format!("{:?}", v)
+}
+
+#[test]
+fn import_info_replay_keep_access_counts() {
+    let d = tempfile::tempdir().unwrap();
+    let txt = d.path().join("lackey.txt");
+    std::fs::write(&txt, lackey_text()).unwrap();
+    let tmt = d.path().join("t.tmt");
+    let out = ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "lackey",
+        s(&txt),
+        s(&tmt),
+    ]));
+    assert!(out.contains("-> 2000 accesses"), "{out}");
+    let info = json(&ok(&tiermem(&["trace", "info", "--json", s(&tmt)])));
+    assert_eq!(info["accesses"], 2000);
+    assert_eq!(info["reads"], 1500);
+    assert_eq!(info["writes"], 400);
+    assert_eq!(info["modifies"], 100);
+    assert_eq!(info["pages"], 24 + 400);
+    assert_eq!(info["last_time"], 1500); // the last access follows instruction 1500
+    let text = ok(&tiermem(&["trace", "info", s(&tmt)]));
+    assert!(text.contains("popularity"), "{text}");
+    // Replay once: the simulation sees exactly the trace's accesses.
+    let cfg = d.path().join("replay.toml");
+    std::fs::write(&cfg, replay_config(&tmt, 0, "")).unwrap();
+    let sim_out = d.path().join("out");
+    ok(&tiermem(&["sim", s(&cfg), "--out", s(&sim_out)]));
+    let summary = json(&std::fs::read_to_string(sim_out.join("summary.json")).unwrap());
+    assert_eq!(summary["accesses"], 2000);
+    let w = &summary["workloads"][0];
+    assert_eq!(w["type"], "trace");
+    assert_eq!(w["accesses"], 2000);
+    assert_eq!(w["trace_accesses"], 2000);
+    // Every touched page was faulted in once: 424 pages.
+    assert_eq!(summary["vmstat"]["pgfault"], 424);
+    // Two processes, three loops each.
+    let cfg2 = d.path().join("replay2.toml");
+    std::fs::write(
+        &cfg2,
+        replay_config(&tmt, 0, "").replace(
+            "name = \"replay\"",
+            "name = \"replay\"\nprocesses = 2\nloops = 3",
+        ),
+    )
+    .unwrap();
+    ok(&tiermem(&[
+        "sim",
+        s(&cfg2),
+        "--out",
+        s(&d.path().join("out2")),
+    ]));
+    let summary = json(&std::fs::read_to_string(d.path().join("out2/summary.json")).unwrap());
+    assert_eq!(summary["workloads"][0]["accesses"], 2 * 3 * 2000);
+    assert_eq!(summary["vmstat"]["pgfault"], 2 * 424);
+}
+
+#[test]
+fn heatmap_writes_the_matrix() {
+    let d = tempfile::tempdir().unwrap();
+    let txt = d.path().join("lackey.txt");
+    std::fs::write(&txt, lackey_text()).unwrap();
+    let tmt = d.path().join("t.tmt");
+    ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "lackey",
+        s(&txt),
+        s(&tmt),
+    ]));
+    let hm_dir = d.path().join("hm");
+    ok(&tiermem(&[
+        "trace",
+        "heatmap",
+        s(&tmt),
+        "--out",
+        s(&hm_dir),
+        "--time-bins",
+        "10",
+        "--addr-bins",
+        "20",
+        "--no-plots",
+    ]));
+    let hm = json(&std::fs::read_to_string(hm_dir.join("heatmap.json")).unwrap());
+    let counts = hm["counts"].as_array().unwrap();
+    assert_eq!(counts.len(), 10);
+    let total: u64 = counts
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()))
+        .sum();
+    assert_eq!(total, 2000);
+    let results = json(&std::fs::read_to_string(hm_dir.join("results.json")).unwrap());
+    assert_eq!(results["plots"][0]["type"], "heatmap");
+}
+
+#[test]
+fn bad_inputs_exit_2_with_a_location() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o.tmt");
+    let txt = d.path().join("bad.txt");
+    std::fs::write(&txt, "I  0400,4\n L 1fff,8\n L 1fff;8\n").unwrap();
+    bad(
+        &tiermem(&["trace", "import", "--format", "lackey", s(&txt), s(&out)]),
+        "bad.txt: line 3:",
+    );
+    assert!(!out.exists(), "a failed import leaves no partial trace");
+    std::fs::write(&txt, "0x1: R 0x2\n").unwrap();
+    bad(
+        &tiermem(&["trace", "import", "--format", "pinatrace", s(&txt), s(&out)]),
+        "truncated",
+    );
+    std::fs::write(&txt, [0u8; 100]).unwrap();
+    bad(
+        &tiermem(&["trace", "import", "--format", "champsim", s(&txt), s(&out)]),
+        "byte offset 64",
+    );
+    std::fs::write(&txt, "[{\"snapshots\": 3}]").unwrap();
+    bad(
+        &tiermem(&["trace", "import", "--format", "damo", s(&txt), s(&out)]),
+        "records[0].snapshots",
+    );
+    bad(
+        &tiermem(&[
+            "trace",
+            "import",
+            "--format",
+            "lackey",
+            "/nonexistent/x",
+            s(&out),
+        ]),
+        "/nonexistent/x",
+    );
+    // A good trace, then damaged copies.
+    std::fs::write(&txt, lackey_text()).unwrap();
+    ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "lackey",
+        s(&txt),
+        s(&out),
+    ]));
+    let good = std::fs::read(&out).unwrap();
+    let f = d.path().join("damaged.tmt");
+    std::fs::write(&f, &good[..good.len() - 10]).unwrap();
+    bad(&tiermem(&["trace", "info", s(&f)]), "truncated");
+    let mut m = good.clone();
+    m[0] = b'Z';
+    std::fs::write(&f, &m).unwrap();
+    bad(
+        &tiermem(&["trace", "info", s(&f)]),
+        "byte offset 0: wrong magic",
+    );
+    let mut m = good.clone();
+    m[64 + 9..64 + 13].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&f, &m).unwrap();
+    bad(
+        &tiermem(&["trace", "info", s(&f)]),
+        "byte offset 64: implausible chunk header",
+    );
+    let mut m = good.clone();
+    m[100] ^= 0x55;
+    std::fs::write(&f, &m).unwrap();
+    bad(
+        &tiermem(&["trace", "info", s(&f)]),
+        "byte offset 77: corrupt chunk data",
+    );
+    // The simulator names a missing trace file.
+    let cfg = d.path().join("cfg.toml");
+    std::fs::write(&cfg, replay_config(Path::new("/nonexistent/t.tmt"), 0, "")).unwrap();
+    bad(
+        &tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o"))]),
+        "/nonexistent/t.tmt",
+    );
+    std::fs::write(
+        &cfg,
+        replay_config(&out, 0, "").replace("name = \"replay\"", "name = \"replay\"\ncpi = -1.0"),
+    )
+    .unwrap();
+    bad(
+        &tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o"))]),
+        "workloads[0].cpi",
+    );
+}
+
+/// Record `tests/programs/hashsort.c` under Valgrind Lackey, import on the fly, check the
+/// trace, and replay it on a 2-tier machine whose DRAM is full when the program starts:
+/// with NUMA-balancing tiering (2) its hot pages are promoted and accesses get faster;
+/// without (0) they stay on CXL.
+#[test]
+#[ignore = "slow: runs a program under valgrind (~5-20 s)"]
+fn record_hashsort_under_valgrind_and_replay_with_and_without_tiering() {
+    let d = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/hashsort.c");
+    let exe = d.path().join("hashsort");
+    let cc = Command::new("cc")
+        .args(["-O1", "-o", s(&exe), s(&src)])
+        .status()
+        .expect("cc is needed");
+    assert!(cc.success());
+    let tmt = d.path().join("hashsort.tmt");
+    let out = ok(&tiermem(&[
+        "trace",
+        "record",
+        "--out",
+        s(&tmt),
+        "--",
+        s(&exe),
+        "3000",
+    ]));
+    assert!(out.contains("0 malformed"), "{out}");
+    let info = json(&ok(&tiermem(&["trace", "info", "--json", s(&tmt)])));
+    let accesses = info["accesses"].as_u64().unwrap();
+    // 3000 keys: the table (6000 slots), keys and tmp arrays are ~94 KiB; with the stack,
+    // libc and the loader the program touches well over 30 pages and makes 100k+ accesses.
+    assert!(accesses > 100_000, "{info}");
+    assert!(info["pages"].as_u64().unwrap() > 30, "{info}");
+    assert!(info["writes"].as_u64().unwrap() > 10_000, "{info}");
+    assert!(info["bytes_per_access"].as_f64().unwrap() < 4.0, "{info}");
+    // A filler fills DRAM for the first 300 ms; the program starts at 100 ms and loops.
+    let filler = "[[workloads]]\ntype = \"pmbench\"\nname = \"filler\"\nmapsize = \"63MiB\"\ninitialize = true\ncold = true\nduration = \"300ms\"\n";
+    let mut res = Vec::new();
+    for nb in [0, 2] {
+        let cfg = d.path().join(format!("nb{nb}.toml"));
+        let text = replay_config(&tmt, nb, filler).replace(
+            "name = \"replay\"",
+            "name = \"replay\"\nstart = \"100ms\"\nloops = 0",
+        );
+        std::fs::write(&cfg, text).unwrap();
+        let o = d.path().join(format!("out{nb}"));
+        ok(&tiermem(&["sim", s(&cfg), "--out", s(&o)]));
+        res.push(json(
+            &std::fs::read_to_string(o.join("summary.json")).unwrap(),
+        ));
+    }
+    let w0 = &res[0]["workloads"][1];
+    let w2 = &res[1]["workloads"][1];
+    assert_eq!(res[0]["vmstat"]["pgpromote_success"], 0);
+    assert!(
+        res[1]["vmstat"]["pgpromote_success"].as_u64().unwrap() > 10,
+        "{}",
+        res[1]["vmstat"]
+    );
+    let (m0, m2) = (
+        w0["mean_access_ns"].as_f64().unwrap(),
+        w2["mean_access_ns"].as_f64().unwrap(),
+    );
+    assert!(
+        m2 < 0.8 * m0,
+        "tiering should speed accesses up: {m2} vs {m0} ns"
+    );
+    assert!(w2["accesses"].as_u64().unwrap() > w0["accesses"].as_u64().unwrap());
+    // Each full pass replays the trace's accesses exactly.
+    assert!(w0["accesses"].as_u64().unwrap() >= accesses);
+}
