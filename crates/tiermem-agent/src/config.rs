@@ -377,7 +377,7 @@ impl AgentConfig {
             let key = if key == "." { String::new() } else { key };
             let mut msg = e.inner().message().to_string();
             if let Some(span) = e.inner().span() {
-                let line = text[..span.start.min(text.len())].lines().count().max(1);
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
                 msg = format!("{msg} (line {line})");
             }
             ConfigError::invalid(key, msg).in_file(file)
