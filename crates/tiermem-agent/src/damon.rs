@@ -283,6 +283,21 @@ pub struct SchemeStats {
     pub qt_exceeds: u64,
 }
 
+/// The biggest top-level `System RAM` range of `/proc/iomem`, as `[start, end)`.
+pub fn biggest_system_ram(iomem: &str) -> Option<(u64, u64)> {
+    iomem
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.trim_end().ends_with(": System RAM"))
+        .filter_map(|l| {
+            let (range, _) = l.split_once(" : ")?;
+            let (a, b) = range.trim().split_once('-')?;
+            let a = u64::from_str_radix(a, 16).ok()?;
+            let b = u64::from_str_radix(b, 16).ok()?;
+            Some((a, b + 1))
+        })
+        .max_by_key(|(a, b)| b - a)
+}
+
 /// The DAMON sysfs driver.
 #[derive(Clone, Debug)]
 pub struct DamonSysfs {
@@ -347,6 +362,21 @@ impl DamonSysfs {
         w.push((format!("{c}/targets/nr_targets"), nr_targets.to_string()));
         for (i, pid) in spec.pids.iter().enumerate() {
             w.push((format!("{c}/targets/{i}/pid_target"), pid.to_string()));
+        }
+        if spec.ops == DamonOps::Paddr {
+            // paddr has no default regions through sysfs: monitor the biggest System RAM
+            // resource, DAMON_RECLAIM's default (`damon_set_region_biggest_system_ram_default`).
+            if let Some((start, end)) = self
+                .fs
+                .read_opt("/proc/iomem")
+                .ok()
+                .flatten()
+                .and_then(|t| biggest_system_ram(&t))
+            {
+                w.push((format!("{c}/targets/0/regions/nr_regions"), "1".into()));
+                w.push((format!("{c}/targets/0/regions/0/start"), start.to_string()));
+                w.push((format!("{c}/targets/0/regions/0/end"), end.to_string()));
+            }
         }
         w.push((
             format!("{c}/schemes/nr_schemes"),
@@ -516,6 +546,19 @@ mod tests {
         d.stop_all(0).unwrap();
         assert_eq!(t.get(&format!("{KDAMONDS}/0/state")), "off");
         assert_eq!(t.get(&format!("{KDAMONDS}/nr_kdamonds")), "0");
+    }
+
+    #[test]
+    fn paddr_monitors_the_biggest_system_ram() {
+        let iomem = "00001000-0009fbff : System RAM\n000a0000-000bffff : PCI Bus 0000:00\n00100000-7ffdffff : System RAM\n  01000000-01ffffff : Kernel code\n100000000-13fffffff : System RAM\n";
+        assert_eq!(biggest_system_ram(iomem), Some((0x100000, 0x7ffe0000)));
+        let t = FakeTree::new().file("/proc/iomem", iomem);
+        let d = DamonSysfs::new(t.fs());
+        let mut s = spec();
+        s.ops = DamonOps::Paddr;
+        s.pids.clear();
+        let w = d.spec_writes(0, &s);
+        assert!(w.contains(&(format!("{KDAMONDS}/0/contexts/0/targets/0/regions/0/end"), (0x7ffe0000u64).to_string())));
     }
 
     #[test]

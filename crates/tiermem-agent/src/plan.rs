@@ -247,9 +247,11 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                         capability: "root".into(),
                     });
                 }
+                // The sequence leaves `run` as it was; a configured `run` is its own write
+                // (recorded with the true original).
                 b.plan.actions.push(Action::KsmMergeAcrossNodes {
                     value: mac.to_string(),
-                    run: final_run.clone(),
+                    run: cur_run.clone(),
                     unmerge: k.allow_unmerge,
                 });
             }
