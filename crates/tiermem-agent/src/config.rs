@@ -393,6 +393,13 @@ impl AgentConfig {
         Self::from_toml_str(&text, &name)
     }
 
+    /// Whether the config needs DAMON sysfs kdamonds of its own.
+    pub fn uses_kdamonds(&self) -> bool {
+        self.damon.is_some()
+            || self.tiering.is_some()
+            || self.reclaim.as_ref().is_some_and(|r| r.processes.is_some())
+    }
+
     /// Checks that need no host: ranges and conflicts between settings.
     pub fn check_static(&self) -> Result<(), ConfigError> {
         fn bad(k: impl Into<String>, m: impl Into<String>) -> ConfigError {
@@ -550,6 +557,35 @@ impl AgentConfig {
                 }
             }
         }
+        // DAMON_RECLAIM and DAMON_LRU_SORT start their context with damon_start(exclusive =
+        // true): it fails with EBUSY while any other context runs, and makes later ones fail.
+        let enables = |m: &Option<BTreeMap<String, toml::Value>>| {
+            m.as_ref()
+                .and_then(|p| p.get("enabled"))
+                .is_some_and(|v| v.as_bool() == Some(true) || v.as_str().is_some_and(|s| s == "Y"))
+        };
+        let modules: Vec<&str> = [
+            ("damon_reclaim", &self.damon_reclaim),
+            ("damon_lru_sort", &self.damon_lru_sort),
+        ]
+        .into_iter()
+        .filter(|(_, m)| enables(m))
+        .map(|(n, _)| n)
+        .collect();
+        if modules.len() > 1 {
+            return Err(bad(
+                "damon_lru_sort.enabled",
+                "DAMON_RECLAIM and DAMON_LRU_SORT each run an exclusive DAMON context; enable one",
+            ));
+        }
+        if let Some(m) = modules.first() {
+            if self.uses_kdamonds() {
+                return Err(bad(
+                    format!("{m}.enabled"),
+                    format!("{m} runs an exclusive DAMON context (damon_start(exclusive)); it cannot run beside the agent's own kdamonds ([damon], [tiering], [reclaim.processes])"),
+                ));
+            }
+        }
         if let Some(r) = &self.reclaim {
             for (i, c) in r.cgroups.iter().enumerate() {
                 if c.bytes.0 == 0 {
@@ -663,6 +699,12 @@ mod tests {
         let e = parse("[tiering]\ntargets = { pids = [1] }\nfast_nodes = [0]\nslow_nodes = [0]\n")
             .unwrap_err();
         assert_eq!(e.key, "tiering.slow_nodes");
+        let e = parse("[damon_lru_sort]\nenabled = true\n[tiering]\ntargets = { pids = [1] }\n")
+            .unwrap_err();
+        assert_eq!(e.key, "damon_lru_sort.enabled");
+        let e = parse("[damon_lru_sort]\nenabled = true\n[damon_reclaim]\nenabled = true\n")
+            .unwrap_err();
+        assert!(e.message.contains("exclusive"));
         let e = parse("[metrics]\nlisten = \"0.0.0.0:9464\"\n").unwrap_err();
         assert!(e.message.contains("loopback"));
     }

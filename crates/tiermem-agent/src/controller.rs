@@ -33,6 +33,9 @@ use std::collections::BTreeMap;
 pub const PAGE_SIZE: u64 = 4096;
 /// `NUMA_MIGRATION_ADJUST_STEPS` (fair.c).
 pub const ADJUST_STEPS: u64 = 16;
+/// A region found with nothing to move is examined again after this long (its boundaries
+/// changing, as DAMON splits and merges regions, makes it a new region at once).
+pub const RECHECK_MS: u64 = 5_000;
 /// Pages examined per tick at most (bounds the agent's CPU time per tick).
 pub const MAX_SCAN_PAGES: usize = 1 << 18;
 
@@ -94,6 +97,9 @@ pub struct Controller {
     /// Demotion quota window.
     dq_start_ms: u64,
     dq_bytes: u64,
+    /// Regions (pid, start, end, hot?) found with nothing to move, and until when they are
+    /// not examined again: a steady state costs no page queries.
+    settled: BTreeMap<(i32, u64, u64, bool), u64>,
 }
 
 impl Controller {
@@ -111,6 +117,7 @@ impl Controller {
             th_cand: 0,
             dq_start_ms: now_ms,
             dq_bytes: 0,
+            settled: BTreeMap::new(),
         }
     }
 
@@ -204,7 +211,13 @@ impl Controller {
         let mut scanned = 0usize;
         let fast = self.p.fast_nodes.clone();
         let slow = self.p.slow_nodes.clone();
+        self.settled.retain(|_, until| *until > now_ms);
         'hot: for (pid, r) in &hot {
+            let key = (*pid, r.start, r.end, true);
+            if self.settled.contains_key(&key) {
+                continue;
+            }
+            let mut found = false;
             for chunk in pages_of(r).chunks(1024) {
                 if scanned >= MAX_SCAN_PAGES {
                     break 'hot;
@@ -226,6 +239,7 @@ impl Controller {
                 if cands.is_empty() {
                     continue;
                 }
+                found = true;
                 let cand_bytes = cands.len() as u64 * PAGE_SIZE;
                 self.stats.candidate_bytes += cand_bytes;
                 let room = self.p.rate_limit_bytes_per_s.saturating_sub(self.rl_bytes) / PAGE_SIZE;
@@ -261,11 +275,19 @@ impl Controller {
                     }
                 }
             }
+            if !found {
+                self.settled.insert(key, now_ms + RECHECK_MS);
+            }
         }
         if !self.p.demote {
             return Ok(());
         }
         'cold: for (pid, r) in &cold {
+            let key = (*pid, r.start, r.end, false);
+            if self.settled.contains_key(&key) {
+                continue;
+            }
+            let mut found = false;
             for chunk in pages_of(r).chunks(1024) {
                 if scanned >= MAX_SCAN_PAGES {
                     break 'cold;
@@ -288,6 +310,7 @@ impl Controller {
                         }
                     }
                 }
+                found |= !by_dst.is_empty();
                 for (dst, pages) in by_dst {
                     let room = (self.p.demote_quota_bytes.saturating_sub(self.dq_bytes) / PAGE_SIZE)
                         as usize;
@@ -304,6 +327,9 @@ impl Controller {
                         self.stats.demoted_bytes += ok * PAGE_SIZE;
                     }
                 }
+            }
+            if !found {
+                self.settled.insert(key, now_ms + RECHECK_MS);
             }
         }
         Ok(())
@@ -559,6 +585,23 @@ mod tests {
             [(1, vec![region(0, 200, 0, 5)])].into_iter().collect();
         c2.tick(0, &young, &mut f).unwrap();
         assert_eq!(c2.stats.demoted_bytes, 0);
+    }
+
+    #[test]
+    fn settled_regions_are_not_requeried_until_recheck() {
+        let mut f = fake(pages(0, 10, 0));
+        let mut c = Controller::new(params(), 0);
+        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 20, 0)])].into_iter().collect();
+        c.tick(0, &t, &mut f).unwrap();
+        assert_eq!(c.stats.candidate_bytes, 0, "already on the fast node");
+        // The page moves to the slow node behind our back; not seen before RECHECK_MS.
+        f.node_of.insert(0, 1);
+        *f.free.get_mut(&1).unwrap() -= PAGE_SIZE;
+        *f.free.get_mut(&0).unwrap() += PAGE_SIZE;
+        c.tick(1000, &t, &mut f).unwrap();
+        assert_eq!(c.stats.candidate_bytes, 0);
+        c.tick(RECHECK_MS, &t, &mut f).unwrap();
+        assert_eq!(c.stats.promoted_bytes, PAGE_SIZE);
     }
 
     #[test]

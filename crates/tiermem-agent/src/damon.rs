@@ -558,7 +558,10 @@ mod tests {
         s.ops = DamonOps::Paddr;
         s.pids.clear();
         let w = d.spec_writes(0, &s);
-        assert!(w.contains(&(format!("{KDAMONDS}/0/contexts/0/targets/0/regions/0/end"), (0x7ffe0000u64).to_string())));
+        assert!(w.contains(&(
+            format!("{KDAMONDS}/0/contexts/0/targets/0/regions/0/end"),
+            (0x7ffe0000u64).to_string()
+        )));
     }
 
     #[test]

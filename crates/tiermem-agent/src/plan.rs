@@ -341,6 +341,17 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                 capability: "root (CAP_SYS_ADMIN)".into(),
             });
         }
+        for module in ["damon_reclaim", "damon_lru_sort"] {
+            let running = fs
+                .read_opt(&format!("/sys/module/{module}/parameters/enabled"))?
+                .and_then(|s| host::parse_bool(&s))
+                .unwrap_or(false);
+            if running {
+                return Err(Error::Other(format!(
+                    "{module} is running an exclusive DAMON context; the agent's kdamonds cannot start beside it (disable it, or drop [damon]/[tiering]/[reclaim.processes])"
+                )));
+            }
+        }
         b.plan.uses_damon = true;
     }
     for (key, sel) in targets_of(cfg) {
@@ -769,7 +780,7 @@ mod tests {
         .unwrap();
         assert_eq!(p.actions.len(), 3);
         assert!(
-            matches!(&p.actions[1], Action::KsmMergeAcrossNodes { value, run, unmerge: true } if value == "0" && run == "1")
+            matches!(&p.actions[1], Action::KsmMergeAcrossNodes { value, run, unmerge: true } if value == "0" && run == "0")
         );
     }
 

@@ -12,5 +12,8 @@ fn vm_scenarios_two_and_three_nodes() {
         .arg(script)
         .status()
         .expect("run tests/vm/run.sh");
-    assert!(status.success(), "VM scenarios failed (logs in target/vm/guest-*.log)");
+    assert!(
+        status.success(),
+        "VM scenarios failed (logs in target/vm/guest-*.log)"
+    );
 }
