@@ -218,7 +218,21 @@ impl Controller {
                 continue;
             }
             let mut found = false;
-            for chunk in pages_of(r).chunks(1024) {
+            let all = pages_of(r);
+            // A sample first (DAMON's own principle): a region whose sampled pages are all
+            // placed already is settled without querying every page.
+            if let Some(sample) = sample_pages(&all, now_ms) {
+                scanned += sample.len();
+                match ops.query(*pid, &sample) {
+                    Ok(st) if !st.iter().any(|&n| n >= 0 && slow.contains(&(n as u32))) => {
+                        self.settled.insert(key, now_ms + RECHECK_MS);
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(_) => continue,
+                }
+            }
+            for chunk in all.chunks(1024) {
                 if scanned >= MAX_SCAN_PAGES {
                     break 'hot;
                 }
@@ -288,7 +302,19 @@ impl Controller {
                 continue;
             }
             let mut found = false;
-            for chunk in pages_of(r).chunks(1024) {
+            let all = pages_of(r);
+            if let Some(sample) = sample_pages(&all, now_ms) {
+                scanned += sample.len();
+                match ops.query(*pid, &sample) {
+                    Ok(st) if !st.iter().any(|&n| n >= 0 && fast.contains(&(n as u32))) => {
+                        self.settled.insert(key, now_ms + RECHECK_MS);
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(_) => continue,
+                }
+            }
+            for chunk in all.chunks(1024) {
                 if scanned >= MAX_SCAN_PAGES {
                     break 'cold;
                 }
@@ -334,6 +360,19 @@ impl Controller {
         }
         Ok(())
     }
+}
+
+/// Pages sampled before a full scan of a region: 64 evenly spaced pages, the offset rotating
+/// with time so that every page is eventually sampled. `None` for small regions.
+pub const SAMPLE_PAGES: usize = 64;
+
+fn sample_pages(all: &[usize], now_ms: u64) -> Option<Vec<usize>> {
+    if all.len() <= SAMPLE_PAGES * 4 {
+        return None;
+    }
+    let stride = all.len() / SAMPLE_PAGES;
+    let off = (now_ms / 1000) as usize % stride;
+    Some(all.iter().skip(off).step_by(stride).copied().collect())
 }
 
 fn pages_of(r: &Region) -> Vec<usize> {
@@ -602,6 +641,38 @@ mod tests {
         assert_eq!(c.stats.candidate_bytes, 0);
         c.tick(RECHECK_MS, &t, &mut f).unwrap();
         assert_eq!(c.stats.promoted_bytes, PAGE_SIZE);
+    }
+
+    #[test]
+    fn large_settled_regions_cost_a_sample_only() {
+        let mut f = fake(pages(0, 4096, 0));
+        let mut c = Controller::new(params(), 0);
+        let t: BTreeMap<i32, Vec<Region>> =
+            [(1, vec![region(0, 4096, 20, 0)])].into_iter().collect();
+        struct Counting<'a>(&'a mut FakePages, usize);
+        impl PageOps for Counting<'_> {
+            fn query(&mut self, pid: i32, p: &[usize]) -> Result<Vec<i32>, Error> {
+                self.1 += p.len();
+                self.0.query(pid, p)
+            }
+            fn move_to(&mut self, pid: i32, p: &[usize], n: u32) -> Result<Vec<i32>, Error> {
+                self.0.move_to(pid, p, n)
+            }
+            fn free_bytes(&mut self, n: u32) -> u64 {
+                self.0.free_bytes(n)
+            }
+            fn high_wmark_bytes(&mut self, n: u32) -> u64 {
+                self.0.high_wmark_bytes(n)
+            }
+        }
+        let mut ops = Counting(&mut f, 0);
+        c.tick(0, &t, &mut ops).unwrap();
+        assert_eq!(ops.1, SAMPLE_PAGES, "only the sample was queried");
+        // A region with slow pages is scanned in full and promoted.
+        let mut g = fake(pages(0, 4096, 1));
+        let mut c = Controller::new(params(), 0);
+        c.tick(0, &t, &mut g).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 100 * PAGE_SIZE);
     }
 
     #[test]
