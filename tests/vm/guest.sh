@@ -187,7 +187,7 @@ EOF
   # Demotion: cold pages leave the fast node at no more than the quota per second.
   verdict=$(awk -v quota=$((QUOTA_MB * 256)) '
     /^hotcold/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-      t = v["t"]; c = v["cold_slow"];
+      t = v["tc"]; c = v["cold_slow"];
       if (c > 0 && first == "") { first = t; cfirst = cprev; tfirst = tprev }
       if (c > clast) { last = t; clast = c }
       cprev = c; tprev = t }

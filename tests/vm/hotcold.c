@@ -2,7 +2,8 @@
  * Places a hot region on SLOW_NODE and a cold region on FAST_NODE (mbind, then the policy
  * is reset to default so only the agent moves pages), then writes every hot page in a loop
  * and never touches the cold region again. Once per second it prints where the pages are:
- * "hotcold t=SEC hot_fast=N hot_slow=N cold_fast=N cold_slow=N" (pages, move_pages query). */
+ * "hotcold t=SEC hot_fast=N hot_slow=N tc=SEC cold_fast=N cold_slow=N" (pages, move_pages
+ * query; t and tc are when the hot and the cold query started). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +54,13 @@ int main(int argc, char **argv) {
         sink += h[0];
         if (now() >= next) {
             long hf, hs, cf, cs;
+            /* Each placement is stamped with the time its query started: a query can take
+             * long while pages migrate, and must not compress the measured interval. */
+            double th = now() - t0;
             where(h, hot, fast, &hf, &hs);
+            double tc = now() - t0;
             where(c, cold, fast, &cf, &cs);
-            printf("hotcold t=%.2f hot_fast=%ld hot_slow=%ld cold_fast=%ld cold_slow=%ld\n", now() - t0, hf, hs, cf, cs);
+            printf("hotcold t=%.2f hot_fast=%ld hot_slow=%ld tc=%.2f cold_fast=%ld cold_slow=%ld\n", th, hf, hs, tc, cf, cs);
             fflush(stdout);
             next += 1.0;
         }

@@ -14,6 +14,8 @@ int main(int argc, char **argv) {
     size_t len = (size_t)mib << 20, pg = 4096, n = len / pg;
     char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) { perror("mmap"); return 1; }
+    /* Base pages: a THP would put 512 pages on one node and hide the per-page ratio. */
+    madvise(p, len, MADV_NOHUGEPAGE);
     for (size_t i = 0; i < n; i++) p[i * pg] = 1;
     void **pages = malloc(n * sizeof(void *));
     int *status = malloc(n * sizeof(int));
