@@ -65,7 +65,10 @@ fn input(key: &str, msg: String) -> Error {
 pub fn cmd_topology(a: TopologyArgs) -> Result<(), Error> {
     let h = tiermem_agent::host::read_host(&HostFs::new(a.root))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&h).expect("serialisable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&h).expect("serialisable")
+        );
     } else {
         print!("{}", tiermem_agent::host::render_table(&h));
     }
@@ -94,7 +97,10 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
         return Ok(());
     }
     let Some(cfg) = cfg else {
-        return Err(input("--config", "tiermem agent needs --config FILE (or --restore)".into()));
+        return Err(input(
+            "--config",
+            "tiermem agent needs --config FILE (or --restore)".into(),
+        ));
     };
     tiermem_agent::agent::run(
         &cfg,

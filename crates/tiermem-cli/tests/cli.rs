@@ -178,3 +178,35 @@ fn experiment_list_and_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("watermark_scale_factor"));
 }
+
+#[test]
+fn agent_bad_config_is_exit_2_before_touching_the_host() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(
+        d.path(),
+        "agent.toml",
+        "[numa_balancing]\nmode = \"tiering\"\n[tiering]\ntargets = { pids = [1] }\n",
+    );
+    let state = d.path().join("agent.state");
+    let o = Command::new(bin())
+        .args(["agent", "--config"])
+        .arg(&cfg)
+        .arg("--state-file")
+        .arg(&state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("agent.toml") && err.contains("`tiering`"), "{err}");
+    assert!(!state.exists(), "nothing recorded for a refused config");
+    // --restore with no state file has nothing to do.
+    let o = Command::new(bin())
+        .args(["agent", "--restore", "--state-file"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    // exec needs a command.
+    let o = Command::new(bin()).args(["exec", "--ksm"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
