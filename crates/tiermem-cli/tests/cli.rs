@@ -197,7 +197,10 @@ fn agent_bad_config_is_exit_2_before_touching_the_host() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("agent.toml") && err.contains("`tiering`"), "{err}");
+    assert!(
+        err.contains("agent.toml") && err.contains("`tiering`"),
+        "{err}"
+    );
     assert!(!state.exists(), "nothing recorded for a refused config");
     // --restore with no state file has nothing to do.
     let o = Command::new(bin())
@@ -207,6 +210,9 @@ fn agent_bad_config_is_exit_2_before_touching_the_host() {
         .unwrap();
     assert!(o.status.success());
     // exec needs a command.
-    let o = Command::new(bin()).args(["exec", "--ksm"]).output().unwrap();
+    let o = Command::new(bin())
+        .args(["exec", "--ksm"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
