@@ -232,7 +232,7 @@ impl Controller {
                     Err(_) => continue,
                 }
             }
-            for chunk in all.chunks(1024) {
+            for chunk in granule_chunks(&all) {
                 if scanned >= MAX_SCAN_PAGES {
                     break 'hot;
                 }
@@ -257,7 +257,7 @@ impl Controller {
                 let cand_bytes = cands.len() as u64 * PAGE_SIZE;
                 self.stats.candidate_bytes += cand_bytes;
                 let room = self.p.rate_limit_bytes_per_s.saturating_sub(self.rl_bytes) / PAGE_SIZE;
-                let n_ok = (room as usize).min(cands.len());
+                let n_ok = cut_at_granule(&cands, (room as usize).min(cands.len()));
                 self.stats.rate_limited_bytes += (cands.len() - n_ok) as u64 * PAGE_SIZE;
                 if n_ok == 0 {
                     continue;
@@ -302,7 +302,9 @@ impl Controller {
                 continue;
             }
             let mut found = false;
-            let all = pages_of(r);
+            // Only whole 2 MiB granules of a cold region: a THP straddling its edge may be
+            // partly hot, and move_pages would drag all of it along.
+            let all = full_granule_pages(r);
             if let Some(sample) = sample_pages(&all, now_ms) {
                 scanned += sample.len();
                 match ops.query(*pid, &sample) {
@@ -314,7 +316,7 @@ impl Controller {
                     Err(_) => continue,
                 }
             }
-            for chunk in all.chunks(1024) {
+            for chunk in granule_chunks(&all) {
                 if scanned >= MAX_SCAN_PAGES {
                     break 'cold;
                 }
@@ -340,7 +342,7 @@ impl Controller {
                 for (dst, pages) in by_dst {
                     let room = (self.p.demote_quota_bytes.saturating_sub(self.dq_bytes) / PAGE_SIZE)
                         as usize;
-                    let n = room.min(pages.len());
+                    let n = cut_at_granule(&pages, room.min(pages.len()));
                     if n == 0 {
                         continue;
                     }
@@ -373,6 +375,68 @@ fn sample_pages(all: &[usize], now_ms: u64) -> Option<Vec<usize>> {
     let stride = all.len() / SAMPLE_PAGES;
     let off = (now_ms / 1000) as usize % stride;
     Some(all.iter().skip(off).step_by(stride).copied().collect())
+}
+
+/// 2 MiB: a transparent huge page. `move_pages` migrates the whole folio of any listed
+/// address, so budgets are cut at granule boundaries and chunks hold whole granules.
+pub const HPAGE_SIZE: u64 = 2 << 20;
+
+fn granule(p: usize) -> u64 {
+    p as u64 / HPAGE_SIZE
+}
+
+/// Split ascending pages into chunks of at most two whole 2 MiB granules.
+fn granule_chunks(pages: &[usize]) -> Vec<&[usize]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut granules = 0;
+    for i in 0..pages.len() {
+        if i == 0 || granule(pages[i]) != granule(pages[i - 1]) {
+            granules += 1;
+            if granules > 2 {
+                out.push(&pages[start..i]);
+                start = i;
+                granules = 1;
+            }
+        }
+    }
+    if start < pages.len() {
+        out.push(&pages[start..]);
+    }
+    out
+}
+
+/// Keep at most `n` of ascending `pages` without splitting a 2 MiB granule (a THP would
+/// move whole and overshoot the budget). When the budget is below one granule, `n` is
+/// kept as is (a THP then overshoots by less than 2 MiB).
+pub fn cut_at_granule(pages: &[usize], n: usize) -> usize {
+    if n >= pages.len() || n == 0 {
+        return n.min(pages.len());
+    }
+    let g = granule(pages[n]);
+    let mut k = n;
+    while k > 0 && granule(pages[k - 1]) == g {
+        k -= 1;
+    }
+    if k == 0 {
+        n
+    } else {
+        k
+    }
+}
+
+/// The pages of a region's whole 2 MiB granules (all pages when it holds fewer than two).
+fn full_granule_pages(r: &Region) -> Vec<usize> {
+    let s = r.start.div_ceil(HPAGE_SIZE) * HPAGE_SIZE;
+    let e = r.end / HPAGE_SIZE * HPAGE_SIZE;
+    if e < s + 2 * HPAGE_SIZE {
+        return pages_of(r);
+    }
+    pages_of(&Region {
+        start: s,
+        end: e,
+        ..*r
+    })
 }
 
 fn pages_of(r: &Region) -> Vec<usize> {
@@ -673,6 +737,37 @@ mod tests {
         let mut c = Controller::new(params(), 0);
         c.tick(0, &t, &mut g).unwrap();
         assert_eq!(c.stats.promoted_bytes, 100 * PAGE_SIZE);
+    }
+
+    #[test]
+    fn budgets_never_split_a_huge_page_granule() {
+        let g = HPAGE_SIZE as usize;
+        let pages: Vec<usize> = (0..1024).map(|i| g + i * 4096).collect(); // 2 granules
+        assert_eq!(cut_at_granule(&pages, 1024), 1024);
+        assert_eq!(
+            cut_at_granule(&pages, 700),
+            512,
+            "cut back to the granule boundary"
+        );
+        assert_eq!(cut_at_granule(&pages, 100), 100, "below one granule: kept");
+        let many: Vec<usize> = (0..2000).map(|i| 4096 * 10 + i * 4096).collect();
+        let chunks = granule_chunks(&many);
+        assert!(chunks.iter().all(|c| c
+            .iter()
+            .map(|&p| granule(p))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            <= 2));
+        assert_eq!(chunks.iter().map(|c| c.len()).sum::<usize>(), 2000);
+        let r = Region {
+            start: 4096,
+            end: 3 * HPAGE_SIZE + 4096,
+            nr_accesses: 0,
+            age: 0,
+        };
+        let f = full_granule_pages(&r);
+        assert_eq!(f.first().copied(), Some(g));
+        assert_eq!(f.len(), 1024);
     }
 
     #[test]
