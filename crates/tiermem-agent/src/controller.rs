@@ -218,7 +218,13 @@ impl Controller {
                 continue;
             }
             let mut found = false;
-            let all = pages_of(r);
+            // Whole 2 MiB granules around a hot region: a THP at its edge moves whole, so it
+            // is listed (and charged to the rate limit) whole.
+            let all = pages_of(&Region {
+                start: r.start / HPAGE_SIZE * HPAGE_SIZE,
+                end: r.end.div_ceil(HPAGE_SIZE) * HPAGE_SIZE,
+                ..*r
+            });
             // A sample first (DAMON's own principle): a region whose sampled pages are all
             // placed already is settled without querying every page.
             if let Some(sample) = sample_pages(&all, now_ms) {
@@ -697,14 +703,16 @@ mod tests {
         let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 20, 0)])].into_iter().collect();
         c.tick(0, &t, &mut f).unwrap();
         assert_eq!(c.stats.candidate_bytes, 0, "already on the fast node");
-        // The page moves to the slow node behind our back; not seen before RECHECK_MS.
-        f.node_of.insert(0, 1);
-        *f.free.get_mut(&1).unwrap() -= PAGE_SIZE;
-        *f.free.get_mut(&0).unwrap() += PAGE_SIZE;
+        // The pages move to the slow node behind our back; not seen before RECHECK_MS.
+        for i in 0..10 {
+            f.node_of.insert(i * PAGE_SIZE as usize, 1);
+        }
+        *f.free.get_mut(&1).unwrap() -= 10 * PAGE_SIZE;
+        *f.free.get_mut(&0).unwrap() += 10 * PAGE_SIZE;
         c.tick(1000, &t, &mut f).unwrap();
         assert_eq!(c.stats.candidate_bytes, 0);
         c.tick(RECHECK_MS, &t, &mut f).unwrap();
-        assert_eq!(c.stats.promoted_bytes, PAGE_SIZE);
+        assert_eq!(c.stats.promoted_bytes, 10 * PAGE_SIZE);
     }
 
     #[test]
