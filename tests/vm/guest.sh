@@ -135,6 +135,8 @@ state_file = "/run/tiermem/s3.state"
 interval = "1s"
 [metrics]
 listen = "127.0.0.1:9464"
+[numa_balancing]
+mode = "disabled"
 [tiering]
 targets = { names = ["hotcold"] }
 promote_rate_limit_mbps = $RATE_MB

@@ -546,13 +546,10 @@ impl AgentConfig {
                 ));
             }
             if let Some(nb) = &self.numa_balancing {
-                if matches!(
-                    nb.mode,
-                    Some(NumaBalancingMode::Tiering | NumaBalancingMode::NormalTiering)
-                ) {
+                if matches!(nb.mode, Some(m) if m != NumaBalancingMode::Disabled) {
                     return Err(bad(
                         "tiering",
-                        "the user-space tiering controller conflicts with numa_balancing.mode tiering: both would promote the same pages; choose one",
+                        "the user-space tiering controller conflicts with NUMA balancing (any mode but disabled migrates the targets' pages toward their CPUs' node; tiering mode promotes them): set numa_balancing.mode = \"disabled\" or drop [tiering]",
                     ));
                 }
             }

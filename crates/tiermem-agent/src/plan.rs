@@ -373,6 +373,21 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
         }
     }
     if let Some(t) = &cfg.tiering {
+        // The kernel's NUMA balancing would move the same pages (the config is checked
+        // statically; here the host's current mode, when the config leaves it alone).
+        let mode_set = cfg
+            .numa_balancing
+            .as_ref()
+            .is_some_and(|n| n.mode.is_some());
+        if !mode_set && h.settings.numa_balancing.unwrap_or(0) != 0 {
+            return Err(cfg_err(
+                "tiering",
+                format!(
+                    "NUMA balancing is on (kernel.numa_balancing = {}) and would migrate the targets' pages too: add [numa_balancing] mode = \"disabled\"",
+                    h.settings.numa_balancing.unwrap_or(0)
+                ),
+            ));
+        }
         let mem: Vec<u32> = h
             .nodes
             .iter()
