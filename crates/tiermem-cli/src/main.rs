@@ -16,6 +16,7 @@ use tiermem_core::ConfigError;
 use tiermem_sim::engine::{Progress, Simulation};
 use tiermem_sim::experiment;
 
+mod live;
 mod trace_cmd;
 
 #[derive(Parser)]
@@ -135,6 +136,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: trace_cmd::TraceCmd,
     },
+    /// Show this host's NUMA nodes, memory tiers, HMAT figures and tiering settings.
+    Topology(live::TopologyArgs),
+    /// Apply a tiering config to this host, run its controllers, restore on exit.
+    Agent(live::AgentArgs),
+    /// Start a program under a memory policy and/or process-wide KSM merging.
+    Exec(live::ExecArgs),
 }
 
 /// An error with the exit code it maps to.
@@ -153,6 +160,13 @@ fn input(err: impl std::fmt::Display) -> Failure {
     Failure {
         code: 2,
         err: anyhow::anyhow!("{err}"),
+    }
+}
+
+fn live_failure(e: tiermem_agent::Error) -> Failure {
+    Failure {
+        code: if e.is_input_error() { 2 } else { 1 },
+        err: anyhow::anyhow!("{e}"),
     }
 }
 
@@ -233,6 +247,9 @@ fn main() -> ExitCode {
             out,
         } => cmd_tune(&config, metric, workload, max_weight, out),
         Cmd::Trace { cmd } => trace_cmd::run(cmd),
+        Cmd::Topology(a) => live::cmd_topology(a).map_err(live_failure),
+        Cmd::Agent(a) => live::cmd_agent(a).map_err(live_failure),
+        Cmd::Exec(a) => live::cmd_exec(a).map_err(live_failure),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

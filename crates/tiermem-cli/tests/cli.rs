@@ -226,3 +226,41 @@ fn tune_needs_a_weighted_interleave_policy_exit_2() {
         "kernel.weighted_interleave.weights[0]",
     );
 }
+
+#[test]
+fn agent_bad_config_is_exit_2_before_touching_the_host() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(
+        d.path(),
+        "agent.toml",
+        "[numa_balancing]\nmode = \"tiering\"\n[tiering]\ntargets = { pids = [1] }\n",
+    );
+    let state = d.path().join("agent.state");
+    let o = Command::new(bin())
+        .args(["agent", "--config"])
+        .arg(&cfg)
+        .arg("--state-file")
+        .arg(&state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("agent.toml") && err.contains("`tiering`"),
+        "{err}"
+    );
+    assert!(!state.exists(), "nothing recorded for a refused config");
+    // --restore with no state file has nothing to do.
+    let o = Command::new(bin())
+        .args(["agent", "--restore", "--state-file"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    // exec needs a command.
+    let o = Command::new(bin())
+        .args(["exec", "--ksm"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

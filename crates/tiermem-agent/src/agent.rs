@@ -1,0 +1,438 @@
+//! The agent: validate, apply, run the controllers, restore on exit.
+//!
+//! Call order: [`run`] reads the host and builds the plan (nothing written yet; any error
+//! ends here), binds the metrics endpoint, creates the state file, applies the plan, starts
+//! the kdamonds, then loops every `interval` until SIGINT/SIGTERM, and restores every
+//! recorded setting before returning. A failure after the first write restores too.
+
+use crate::config::{AgentConfig, DamonOps, MonitoringAttrs};
+use crate::controller::{Controller, ControllerParams, HostPageOps};
+use crate::damon::{DamonSysfs, KdamondSpec, SchemeConfig};
+use crate::fs::HostFs;
+use crate::metrics::{self, MetricsInput, Snapshot};
+use crate::plan::{self, Plan};
+use crate::state::{Saved, StateRecorder};
+use crate::Error;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Install SIGINT/SIGTERM handlers that ask the loop to stop (and restore).
+pub fn install_signal_handlers() {
+    let h = on_signal as extern "C" fn(libc::c_int);
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, h as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, h as libc::sighandler_t);
+    }
+}
+
+/// Ask a running loop to stop (tests).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub dry_run: bool,
+    /// Overrides the config's `state_file`.
+    pub state_file: Option<PathBuf>,
+    /// Stop after this many ticks (tests); `None` runs until a signal.
+    pub max_ticks: Option<u64>,
+}
+
+/// The kdamond layout for the current targets: own kdamond, process reclaim, then one per
+/// tiering target (tried regions carry no target id). Returns the specs and, for each
+/// tiering target, its kdamond index.
+pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, usize)>) {
+    let mut specs = Vec::new();
+    if let Some(d) = &cfg.damon {
+        let pids = if d.ops == DamonOps::Vaddr {
+            plan::resolve_targets(fs, &d.targets)
+        } else {
+            Vec::new()
+        };
+        if d.ops == DamonOps::Paddr || !pids.is_empty() {
+            specs.push(KdamondSpec {
+                purpose: "own".into(),
+                ops: d.ops,
+                attrs: d.attrs.clone(),
+                pids,
+                schemes: d.schemes.clone(),
+            });
+        }
+    }
+    if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
+        let pids = plan::resolve_targets(fs, &p.targets);
+        if !pids.is_empty() {
+            let aggr = p.attrs.aggr_us.max(1);
+            let scheme = SchemeConfig {
+                action: "pageout".into(),
+                min_nr_accesses: 0,
+                max_nr_accesses: Some(0),
+                min_age: (p.min_age.as_us()).div_ceil(aggr),
+                quota_bytes: p.quota,
+                quota_reset_interval_ms: p.quota_reset_interval_ms,
+                // DAMON_RECLAIM's fixed weights: the oldest cold regions first.
+                weight_age_permil: 1,
+                wmarks_metric: "free_mem_rate".into(),
+                wmarks_interval_us: 5_000_000,
+                wmarks_high: p.wmarks_high,
+                wmarks_mid: p.wmarks_mid,
+                wmarks_low: p.wmarks_low,
+                ..SchemeConfig::stat_all()
+            };
+            let scheme = SchemeConfig {
+                min_size: tiermem_core::units::Bytes(4096),
+                ..scheme
+            };
+            specs.push(KdamondSpec {
+                purpose: "reclaim".into(),
+                ops: DamonOps::Vaddr,
+                attrs: p.attrs.clone(),
+                pids,
+                schemes: vec![scheme],
+            });
+        }
+    }
+    let mut tiering = Vec::new();
+    if let Some(t) = &cfg.tiering {
+        for pid in plan::resolve_targets(fs, &t.targets) {
+            tiering.push((pid, specs.len()));
+            specs.push(KdamondSpec {
+                purpose: format!("tiering-{pid}"),
+                ops: DamonOps::Vaddr,
+                attrs: t.attrs.clone(),
+                pids: vec![pid],
+                schemes: vec![SchemeConfig::stat_all()],
+            });
+        }
+    }
+    (specs, tiering)
+}
+
+fn controller_params(cfg: &AgentConfig, p: &Plan) -> Option<ControllerParams> {
+    let t = cfg.tiering.as_ref()?;
+    let a: &MonitoringAttrs = &t.attrs;
+    Some(ControllerParams {
+        fast_nodes: p.fast_nodes.clone(),
+        slow_nodes: p.slow_nodes.clone(),
+        demotion_target: p.demotion_target.clone(),
+        rate_limit_bytes_per_s: t.promote_rate_limit_mbps << 20,
+        initial_threshold_permil: t.hot_threshold_permil,
+        auto_threshold: t.auto_threshold,
+        adjust_period_ms: t.threshold_adjust_period.as_ms(),
+        max_nr_accesses: (a.aggr_us / a.sample_us.max(1)).max(1),
+        aggr_us: a.aggr_us,
+        demote: t.demote,
+        cold_min_age_us: t.cold_min_age.as_us(),
+        demote_quota_bytes: t.demote_quota.0,
+        demote_quota_interval_ms: t.demote_quota_interval.as_ms().max(1),
+    })
+}
+
+/// Validate and apply `cfg`, run until a signal (or `max_ticks`), restore. With `dry_run`,
+/// print what would be written and return.
+pub fn run(cfg: &AgentConfig, fs: &HostFs, opts: &RunOptions) -> Result<(), Error> {
+    let host = crate::host::read_host(fs)?;
+    let plan = plan::build_plan(cfg, fs, &host)?;
+    if opts.dry_run {
+        print!("{}", plan::render_plan(&plan, fs));
+        let (specs, _) = layout(cfg, fs);
+        for (k, s) in specs.iter().enumerate() {
+            println!(
+                "kdamond {k} ({}): {:?} targets {:?}, {} scheme(s)",
+                s.purpose,
+                s.ops,
+                s.pids,
+                s.schemes.len()
+            );
+        }
+        if let Some(cp) = controller_params(cfg, &plan) {
+            println!(
+                "tiering: promote ≤ {} MB/s, hot threshold {}‰ of {} accesses, demote quota {} bytes per {} ms",
+                cp.rate_limit_bytes_per_s >> 20,
+                cp.initial_threshold_permil,
+                cp.max_nr_accesses,
+                cp.demote_quota_bytes,
+                cp.demote_quota_interval_ms
+            );
+        }
+        println!("dry run: nothing written");
+        return Ok(());
+    }
+    for n in &plan.notes {
+        tracing::info!("{n}");
+    }
+    let snap = Snapshot::default();
+    if let Some(m) = &cfg.metrics {
+        let addr = metrics::serve(&m.listen, snap.clone())?;
+        tracing::info!(%addr, "metrics endpoint listening");
+    }
+    STOP.store(false, Ordering::SeqCst);
+    install_signal_handlers();
+    let state_path = opts
+        .state_file
+        .clone()
+        .unwrap_or_else(|| cfg.state_file.clone());
+    let mut rec = StateRecorder::create(&state_path, fs)?;
+    let r = apply_and_loop(cfg, fs, opts, &plan, &mut rec, &snap);
+    let restored = rec.restore(fs);
+    match (r, restored) {
+        (Err(e), _) => Err(e),
+        (Ok(()), Err(e)) => Err(e),
+        (Ok(()), Ok(rep)) => {
+            tracing::info!(
+                settings = rep.restored.len(),
+                "restored every changed setting"
+            );
+            Ok(())
+        }
+    }
+}
+
+fn apply_and_loop(
+    cfg: &AgentConfig,
+    fs: &HostFs,
+    opts: &RunOptions,
+    plan: &Plan,
+    rec: &mut StateRecorder,
+    snap: &Snapshot,
+) -> Result<(), Error> {
+    plan::apply_plan(plan, fs, rec)?;
+    let damon = DamonSysfs::new(fs.clone());
+    let (mut specs, mut tiering_k) = (Vec::new(), Vec::new());
+    if plan.uses_damon {
+        rec.record(Saved::Damon {
+            nr_kdamonds: damon.nr_kdamonds()?,
+        })?;
+        (specs, tiering_k) = layout(cfg, fs);
+        if !specs.is_empty() {
+            damon.start(&specs)?;
+        }
+        tracing::info!(kdamonds = specs.len(), "kdamonds started");
+    }
+    let t0 = Instant::now();
+    let mut controller = controller_params(cfg, plan).map(|p| Controller::new(p, 0));
+    let mut ops = HostPageOps::new(fs.clone());
+    let interval = Duration::from_nanos((cfg.interval.0 / 1000).max(10_000_000));
+    let mut cg_next: Vec<u64> = vec![0; cfg.reclaim.as_ref().map_or(0, |r| r.cgroups.len())];
+    let mut cg_bytes = 0u64;
+    let mut ticks = 0u64;
+    tracing::info!(interval_ms = interval.as_millis() as u64, "agent running");
+    while !STOP.load(Ordering::SeqCst) {
+        let tick_start = Instant::now();
+        let now_ms = t0.elapsed().as_millis() as u64;
+        // Re-resolve targets every 10 ticks; rebuild the kdamonds when the set changed.
+        if plan.uses_damon && ticks % 10 == 9 {
+            let (new_specs, new_k) = layout(cfg, fs);
+            let exited = specs.iter().enumerate().any(|(k, _)| !damon.is_on(k));
+            if new_specs != specs || exited {
+                tracing::info!(
+                    kdamonds = new_specs.len(),
+                    "targets changed; rebuilding kdamonds"
+                );
+                damon.stop_all(0)?;
+                if !new_specs.is_empty() {
+                    damon.start(&new_specs)?;
+                }
+                (specs, tiering_k) = (new_specs, new_k);
+            }
+        }
+        if let Some(c) = controller.as_mut() {
+            let mut targets = BTreeMap::new();
+            for &(pid, k) in &tiering_k {
+                match damon.tried_regions(k, 0) {
+                    Ok(r) => {
+                        targets.insert(pid, r);
+                    }
+                    Err(e) => tracing::debug!(pid, error = %e, "no regions (target gone?)"),
+                }
+            }
+            c.tick(now_ms, &targets, &mut ops)?;
+        }
+        if let Some(r) = &cfg.reclaim {
+            for (i, cg) in r.cgroups.iter().enumerate() {
+                if now_ms < cg_next[i] {
+                    continue;
+                }
+                cg_next[i] = now_ms + cg.interval.as_ms();
+                let total: u64 = crate::host::read_nodes(fs)?
+                    .iter()
+                    .map(|n| n.mem_total_bytes)
+                    .sum();
+                let free: u64 = crate::host::read_nodes(fs)?
+                    .iter()
+                    .map(|n| n.mem_free_bytes)
+                    .sum();
+                if total > 0 && free * 1000 / total >= cg.free_below_permil {
+                    continue;
+                }
+                let f = cg.path.join("memory.reclaim");
+                match std::fs::write(&f, format!("{}\n", cg.bytes.0)) {
+                    Ok(()) => cg_bytes += cg.bytes.0,
+                    // EAGAIN: the kernel reclaimed less than asked (mm/memcontrol.c memory_reclaim).
+                    Err(e) => {
+                        tracing::debug!(cgroup = %cg.path.display(), error = %e, "memory.reclaim short")
+                    }
+                }
+            }
+        }
+        let mut scheme_stats = Vec::new();
+        for (k, s) in specs.iter().enumerate() {
+            if s.purpose.starts_with("tiering") {
+                continue;
+            }
+            for i in 0..s.schemes.len() {
+                if let Ok(st) = damon.scheme_stats(k, i) {
+                    scheme_stats.push((s.purpose.clone(), i, st));
+                }
+            }
+        }
+        ticks += 1;
+        if cfg.metrics.is_some() || ticks % 30 == 0 {
+            let text = metrics::render(
+                fs,
+                &MetricsInput {
+                    controller: controller.as_ref().map(|c| &c.stats),
+                    targets: tiering_k.len(),
+                    schemes: &scheme_stats,
+                    cgroup_reclaimed_bytes: cg_bytes,
+                    ticks,
+                },
+            );
+            snap.set(text);
+        }
+        if let Some(c) = &controller {
+            tracing::debug!(
+                promoted = c.stats.promoted_bytes,
+                demoted = c.stats.demoted_bytes,
+                candidates = c.stats.candidate_bytes,
+                threshold = c.stats.threshold_permil,
+                "tick"
+            );
+            if ticks % 10 == 0 {
+                tracing::info!(
+                    promoted_bytes = c.stats.promoted_bytes,
+                    demoted_bytes = c.stats.demoted_bytes,
+                    rate_limited_bytes = c.stats.rate_limited_bytes,
+                    threshold_permil = c.stats.threshold_permil,
+                    cpu_s = metrics::self_cpu_seconds(),
+                    "controller"
+                );
+            }
+        }
+        if opts.max_ticks.is_some_and(|m| ticks >= m) {
+            break;
+        }
+        // Sleep in short steps so a signal is honoured quickly.
+        while !STOP.load(Ordering::SeqCst) && tick_start.elapsed() < interval {
+            std::thread::sleep(Duration::from_millis(20).min(interval));
+        }
+    }
+    tracing::info!("stopping: restoring settings");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::fake_two_node;
+
+    #[test]
+    fn run_applies_then_restores_on_exit() {
+        let t = fake_two_node();
+        let fs = t.fs();
+        let cfg = AgentConfig::from_toml_str(
+            "interval = \"10ms\"\n[numa_balancing]\nmode = \"normal\"\ndemotion_enabled = true\n[weighted_interleave]\nsource = \"hmat\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let sp = t.dir.path().join("state");
+        run(
+            &cfg,
+            &fs,
+            &RunOptions {
+                state_file: Some(sp.clone()),
+                max_ticks: Some(2),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "0");
+        assert_eq!(t.get("/sys/kernel/mm/numa/demotion_enabled"), "false");
+        assert_eq!(
+            t.get("/sys/kernel/mm/mempolicy/weighted_interleave/node0"),
+            "1"
+        );
+        assert!(!sp.exists());
+    }
+
+    #[test]
+    fn a_failed_write_restores_what_was_written() {
+        let t = fake_two_node();
+        let fs = t.fs();
+        let cfg = AgentConfig::from_toml_str(
+            "[numa_balancing]\nmode = \"normal\"\ndemotion_enabled = true\n",
+            "t.toml",
+        )
+        .unwrap();
+        let sp = t.dir.path().join("state");
+        // The second write will fail: its file turns into a directory after validation.
+        let host = crate::host::read_host(&fs).unwrap();
+        let p = plan::build_plan(&cfg, &fs, &host).unwrap();
+        let dp = fs.path(crate::host::DEMOTION_ENABLED);
+        std::fs::remove_file(&dp).unwrap();
+        std::fs::create_dir(&dp).unwrap();
+        let mut rec = StateRecorder::create(&sp, &fs).unwrap();
+        assert!(plan::apply_plan(&p, &fs, &mut rec).is_err());
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "1");
+        rec.restore(&fs).unwrap();
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "0");
+    }
+
+    #[test]
+    fn dry_run_writes_nothing() {
+        let t = fake_two_node();
+        let cfg =
+            AgentConfig::from_toml_str("[numa_balancing]\nmode = \"normal\"\n", "t.toml").unwrap();
+        let sp = t.dir.path().join("state");
+        run(
+            &cfg,
+            &t.fs(),
+            &RunOptions {
+                dry_run: true,
+                state_file: Some(sp.clone()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "0");
+        assert!(!sp.exists());
+    }
+
+    #[test]
+    fn layout_gives_each_tiering_target_its_own_kdamond() {
+        let t = fake_two_node();
+        t.set("/proc/100/comm", "hotcold");
+        t.set("/proc/101/comm", "hotcold");
+        let cfg = AgentConfig::from_toml_str(
+            "[tiering]\ntargets = { names = [\"hotcold\"] }\n[reclaim.processes]\ntargets = { pids = [100] }\nmin_age = \"2s\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let (specs, k) = layout(&cfg, &t.fs());
+        assert_eq!(specs.len(), 3);
+        assert_eq!(specs[0].purpose, "reclaim");
+        assert_eq!(specs[0].schemes[0].action, "pageout");
+        assert_eq!(specs[0].schemes[0].min_age, 20, "2 s at 100 ms aggregation");
+        assert_eq!(k, vec![(100, 1), (101, 2)]);
+    }
+}

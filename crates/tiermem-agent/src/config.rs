@@ -1,0 +1,744 @@
+//! The agent's configuration (`tiermem agent --config FILE`).
+//!
+//! Strict like the simulator's config: unknown keys are errors naming the file and the
+//! dotted key; every section is optional and absent sections change nothing. Values use
+//! the kernel's units where the kernel file has one (`_ms`, `_us`, `_mbps`, permil), and
+//! tiermem's size/duration strings (`"64MiB"`, `"5s"`) elsewhere.
+
+use crate::damon::SchemeConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use tiermem_core::units::{Bytes, SimDuration};
+use tiermem_core::ConfigError;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Where original values are recorded before each change. Default `/run/tiermem/agent.state`.
+    #[serde(default = "default_state_file")]
+    pub state_file: PathBuf,
+    /// Period of the agent loop (controllers, metrics refresh). Default `1s`.
+    #[serde(default = "default_interval")]
+    pub interval: SimDuration,
+    #[serde(default)]
+    pub metrics: Option<MetricsConfig>,
+    #[serde(default)]
+    pub numa_balancing: Option<NumaBalancingConfig>,
+    #[serde(default)]
+    pub weighted_interleave: Option<WeightedInterleaveConfig>,
+    #[serde(default)]
+    pub ksm: Option<KsmConfig>,
+    /// `/sys/module/damon_reclaim/parameters/<key>` values (`enabled` is written last).
+    #[serde(default)]
+    pub damon_reclaim: Option<BTreeMap<String, toml::Value>>,
+    /// `/sys/module/damon_lru_sort/parameters/<key>` values.
+    #[serde(default)]
+    pub damon_lru_sort: Option<BTreeMap<String, toml::Value>>,
+    /// The agent's own kdamond with schemes (DAMON sysfs).
+    #[serde(default)]
+    pub damon: Option<DamonConfig>,
+    /// The user-space tiering controller.
+    #[serde(default)]
+    pub tiering: Option<TieringConfig>,
+    /// Proactive reclaim.
+    #[serde(default)]
+    pub reclaim: Option<ReclaimConfig>,
+}
+
+fn default_state_file() -> PathBuf {
+    PathBuf::from("/run/tiermem/agent.state")
+}
+fn default_interval() -> SimDuration {
+    SimDuration::from_secs(1)
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Prometheus text endpoint, loopback only (e.g. `127.0.0.1:9464`).
+    pub listen: String,
+}
+
+/// `kernel.numa_balancing` modes (`0x1` NORMAL, `0x2` MEMORY_TIERING).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NumaBalancingMode {
+    Disabled,
+    Normal,
+    Tiering,
+    NormalTiering,
+}
+
+impl NumaBalancingMode {
+    pub fn value(self) -> u64 {
+        match self {
+            NumaBalancingMode::Disabled => 0,
+            NumaBalancingMode::Normal => 1,
+            NumaBalancingMode::Tiering => 2,
+            NumaBalancingMode::NormalTiering => 3,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumaBalancingConfig {
+    /// `/proc/sys/kernel/numa_balancing`.
+    pub mode: Option<NumaBalancingMode>,
+    /// `/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps` (kernel default 65536).
+    pub promote_rate_limit_mbps: Option<u64>,
+    /// debugfs `sched/numa_balancing/*` (kernel defaults 1000, 1000, 60000, 256, 1000).
+    pub scan_delay_ms: Option<u64>,
+    pub scan_period_min_ms: Option<u64>,
+    pub scan_period_max_ms: Option<u64>,
+    pub scan_size_mb: Option<u64>,
+    pub hot_threshold_ms: Option<u64>,
+    /// `/sys/kernel/mm/numa/demotion_enabled`.
+    pub demotion_enabled: Option<bool>,
+    /// `/proc/sys/vm/watermark_scale_factor` (1/10000 of a zone; kernel default 10, max 3000).
+    pub watermark_scale_factor: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightSource {
+    /// `weights` as written.
+    Given,
+    /// From the HMAT access1 bandwidth in sysfs, reduced as the kernel's `auto` mode does.
+    Hmat,
+    /// From a STREAM-like probe of each memory node, reduced the same way.
+    Probe,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightedInterleaveConfig {
+    pub source: WeightSource,
+    /// `{ node0 = 3, node1 = 1 }` with `source = "given"` (1..=255).
+    #[serde(default)]
+    pub weights: BTreeMap<String, u64>,
+    /// Array size per stream array of the probe. Default 64MiB.
+    #[serde(default = "default_probe_size")]
+    pub probe_size: Bytes,
+    /// The `auto` file (6.16+): `true` hands the weights back to the kernel. Conflicts with
+    /// any explicit weights.
+    #[serde(default)]
+    pub auto: Option<bool>,
+}
+
+fn default_probe_size() -> Bytes {
+    Bytes::mib(64)
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KsmConfig {
+    /// `run`: 0 stop, 1 merge, 2 unmerge all.
+    pub run: Option<u8>,
+    /// `merge_across_nodes` (0/1). The kernel refuses a change while KSM pages exist; with
+    /// `allow_unmerge = true` the agent unmerges (`run = 2`), changes it and restarts.
+    pub merge_across_nodes: Option<u8>,
+    #[serde(default)]
+    pub allow_unmerge: bool,
+    pub pages_to_scan: Option<u64>,
+    pub sleep_millisecs: Option<u64>,
+    pub max_page_sharing: Option<u64>,
+    pub stable_node_chains_prune_millisecs: Option<u64>,
+    pub use_zero_pages: Option<u8>,
+    pub smart_scan: Option<u8>,
+}
+
+/// Which processes a controller works on.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSelector {
+    #[serde(default)]
+    pub pids: Vec<i32>,
+    /// Command names (`/proc/<pid>/comm`); `*` matches any run of characters.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// cgroup v2 directories (their `cgroup.procs`).
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
+}
+
+impl TargetSelector {
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty() && self.names.is_empty() && self.cgroups.is_empty()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DamonOps {
+    Vaddr,
+    Paddr,
+}
+
+/// DAMON monitoring attributes (`monitoring_attrs/`), kernel defaults.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MonitoringAttrs {
+    #[serde(default = "d_sample")]
+    pub sample_us: u64,
+    #[serde(default = "d_aggr")]
+    pub aggr_us: u64,
+    #[serde(default = "d_update")]
+    pub update_us: u64,
+    #[serde(default = "d_min_regions")]
+    pub min_nr_regions: u64,
+    #[serde(default = "d_max_regions")]
+    pub max_nr_regions: u64,
+}
+
+fn d_sample() -> u64 {
+    5_000
+}
+fn d_aggr() -> u64 {
+    100_000
+}
+fn d_update() -> u64 {
+    1_000_000
+}
+fn d_min_regions() -> u64 {
+    10
+}
+fn d_max_regions() -> u64 {
+    1000
+}
+
+impl Default for MonitoringAttrs {
+    fn default() -> Self {
+        MonitoringAttrs {
+            sample_us: d_sample(),
+            aggr_us: d_aggr(),
+            update_us: d_update(),
+            min_nr_regions: d_min_regions(),
+            max_nr_regions: d_max_regions(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DamonConfig {
+    pub ops: DamonOps,
+    /// Required for `vaddr`, refused for `paddr`.
+    #[serde(default)]
+    pub targets: TargetSelector,
+    #[serde(default)]
+    pub attrs: MonitoringAttrs,
+    #[serde(default)]
+    pub schemes: Vec<SchemeConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TieringConfig {
+    pub targets: TargetSelector,
+    /// Promotion targets. Default: the memory nodes of the kernel's top tier.
+    #[serde(default)]
+    pub fast_nodes: Vec<u32>,
+    /// Promotion sources. Default: every other memory node.
+    #[serde(default)]
+    pub slow_nodes: Vec<u32>,
+    /// Promotion rate limit, MB/s (as `numa_balancing_promote_rate_limit_MBps`). Default 256.
+    #[serde(default = "d_rate")]
+    pub promote_rate_limit_mbps: u64,
+    /// Initial hotness threshold: a region is hot when its `nr_accesses` is at least this
+    /// share of the maximum (`aggr_us / sample_us`), in permil. Default 500.
+    #[serde(default = "d_hot")]
+    pub hot_threshold_permil: u64,
+    /// Adjust the threshold so candidates match the rate limit
+    /// (`numa_promotion_adjust_threshold`). Default true.
+    #[serde(default = "d_true")]
+    pub auto_threshold: bool,
+    /// Threshold adjustment period. Default 10s (the kernel uses `scan_period_max_ms`, 60s).
+    #[serde(default = "d_adjust")]
+    pub threshold_adjust_period: SimDuration,
+    /// Demote cold regions from fast to slow nodes. Default true.
+    #[serde(default = "d_true")]
+    pub demote: bool,
+    /// A region is cold after this long without access. Default 10s.
+    #[serde(default = "d_cold")]
+    pub cold_min_age: SimDuration,
+    /// At most this much demoted per `demote_quota_interval`. Default 64MiB per 1s.
+    #[serde(default = "d_quota")]
+    pub demote_quota: Bytes,
+    #[serde(default = "d_interval")]
+    pub demote_quota_interval: SimDuration,
+    #[serde(default)]
+    pub attrs: MonitoringAttrs,
+}
+
+fn d_rate() -> u64 {
+    256
+}
+fn d_hot() -> u64 {
+    500
+}
+fn d_true() -> bool {
+    true
+}
+fn d_adjust() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn d_cold() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn d_quota() -> Bytes {
+    Bytes::mib(64)
+}
+fn d_interval() -> SimDuration {
+    SimDuration::from_secs(1)
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReclaimConfig {
+    /// cgroup v2 `memory.reclaim` writes.
+    #[serde(default)]
+    pub cgroups: Vec<CgroupReclaim>,
+    /// DAMOS `pageout` of cold regions of processes, on the agent's own kdamond.
+    #[serde(default)]
+    pub processes: Option<ProcessReclaim>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupReclaim {
+    pub path: PathBuf,
+    /// Bytes asked per `interval`.
+    pub bytes: Bytes,
+    #[serde(default = "d_reclaim_interval")]
+    pub interval: SimDuration,
+    /// Act only while system free memory is below this permil of total (DAMOS `high`
+    /// watermark sense). Default 1000 (always).
+    #[serde(default = "d_permil_all")]
+    pub free_below_permil: u64,
+}
+
+fn d_reclaim_interval() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn d_permil_all() -> u64 {
+    1000
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessReclaim {
+    pub targets: TargetSelector,
+    /// Cold for at least this long. Default 30s.
+    #[serde(default = "d_reclaim_age")]
+    pub min_age: SimDuration,
+    /// Size quota per `quota_reset_interval_ms`. Default 128MiB (DAMON_RECLAIM's).
+    #[serde(default = "d_reclaim_quota")]
+    pub quota: Bytes,
+    #[serde(default = "d_reset")]
+    pub quota_reset_interval_ms: u64,
+    /// Free-memory watermarks, permil (DAMON_RECLAIM defaults 500/400/200).
+    #[serde(default = "d_wh")]
+    pub wmarks_high: u64,
+    #[serde(default = "d_wm")]
+    pub wmarks_mid: u64,
+    #[serde(default = "d_wl")]
+    pub wmarks_low: u64,
+    #[serde(default)]
+    pub attrs: MonitoringAttrs,
+}
+
+fn d_reclaim_age() -> SimDuration {
+    SimDuration::from_secs(30)
+}
+fn d_reclaim_quota() -> Bytes {
+    Bytes::mib(128)
+}
+fn d_reset() -> u64 {
+    1000
+}
+fn d_wh() -> u64 {
+    500
+}
+fn d_wm() -> u64 {
+    400
+}
+fn d_wl() -> u64 {
+    200
+}
+
+impl AgentConfig {
+    /// Parse TOML text; errors name the file and dotted key.
+    pub fn from_toml_str(text: &str, file: &str) -> Result<AgentConfig, ConfigError> {
+        let de = toml::Deserializer::new(text);
+        let cfg: AgentConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let key = if key == "." { String::new() } else { key };
+            let mut msg = e.inner().message().to_string();
+            if let Some(span) = e.inner().span() {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                msg = format!("{msg} (line {line})");
+            }
+            ConfigError::invalid(key, msg).in_file(file)
+        })?;
+        cfg.check_static().map_err(|e| e.in_file(file))?;
+        Ok(cfg)
+    }
+
+    pub fn from_file(path: &std::path::Path) -> Result<AgentConfig, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::whole_file(&name, format!("cannot read: {e}")))?;
+        Self::from_toml_str(&text, &name)
+    }
+
+    /// Whether the config needs DAMON sysfs kdamonds of its own.
+    pub fn uses_kdamonds(&self) -> bool {
+        self.damon.is_some()
+            || self.tiering.is_some()
+            || self.reclaim.as_ref().is_some_and(|r| r.processes.is_some())
+    }
+
+    /// Checks that need no host: ranges and conflicts between settings.
+    pub fn check_static(&self) -> Result<(), ConfigError> {
+        fn bad(k: impl Into<String>, m: impl Into<String>) -> ConfigError {
+            ConfigError::invalid(k, m)
+        }
+        if self.interval.as_ms() < 10 {
+            return Err(bad("interval", "must be at least 10ms"));
+        }
+        if let Some(m) = &self.metrics {
+            let addr: std::net::SocketAddr = m.listen.parse().map_err(|_| {
+                bad(
+                    "metrics.listen",
+                    format!("{:?} is not an ip:port address", m.listen),
+                )
+            })?;
+            if !addr.ip().is_loopback() {
+                return Err(bad(
+                    "metrics.listen",
+                    format!("{addr} is not a loopback address (the endpoint is unauthenticated)"),
+                ));
+            }
+        }
+        if let Some(nb) = &self.numa_balancing {
+            if matches!(nb.watermark_scale_factor, Some(v) if !(1..=3000).contains(&v)) {
+                return Err(bad(
+                    "numa_balancing.watermark_scale_factor",
+                    "must be 1..=3000 (sysctl range)",
+                ));
+            }
+            if matches!(nb.scan_size_mb, Some(0)) {
+                return Err(bad("numa_balancing.scan_size_mb", "must be positive"));
+            }
+            if let (Some(a), Some(b)) = (nb.scan_period_min_ms, nb.scan_period_max_ms) {
+                if a > b {
+                    return Err(bad(
+                        "numa_balancing.scan_period_min_ms",
+                        format!("{a} exceeds scan_period_max_ms {b}"),
+                    ));
+                }
+            }
+        }
+        if let Some(wi) = &self.weighted_interleave {
+            match wi.source {
+                WeightSource::Given if wi.weights.is_empty() => {
+                    return Err(bad(
+                        "weighted_interleave.weights",
+                        "source = \"given\" needs weights",
+                    ))
+                }
+                WeightSource::Hmat | WeightSource::Probe if !wi.weights.is_empty() => {
+                    return Err(bad(
+                        "weighted_interleave.weights",
+                        "weights conflict with a derived source (hmat/probe)",
+                    ))
+                }
+                _ => {}
+            }
+            if wi.auto == Some(true) {
+                return Err(bad(
+                    "weighted_interleave.auto",
+                    "auto = true conflicts with explicit or derived weights (writing a weight switches the kernel to manual mode)",
+                ));
+            }
+            for (k, &v) in &wi.weights {
+                if k.strip_prefix("node")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_none()
+                {
+                    return Err(bad(
+                        format!("weighted_interleave.weights.{k}"),
+                        "keys are node<N>",
+                    ));
+                }
+                if !(1..=255).contains(&v) {
+                    return Err(bad(
+                        format!("weighted_interleave.weights.{k}"),
+                        "weights are 1..=255",
+                    ));
+                }
+            }
+            if wi.probe_size.0 < (1 << 20) {
+                return Err(bad(
+                    "weighted_interleave.probe_size",
+                    "must be at least 1MiB",
+                ));
+            }
+        }
+        if let Some(k) = &self.ksm {
+            if matches!(k.run, Some(r) if r > 2) {
+                return Err(bad("ksm.run", "must be 0, 1 or 2"));
+            }
+            if matches!(k.merge_across_nodes, Some(r) if r > 1) {
+                return Err(bad("ksm.merge_across_nodes", "must be 0 or 1"));
+            }
+            if matches!(k.pages_to_scan, Some(0)) {
+                return Err(bad("ksm.pages_to_scan", "must be positive"));
+            }
+            if matches!(k.max_page_sharing, Some(v) if v < 2) {
+                return Err(bad("ksm.max_page_sharing", "must be at least 2"));
+            }
+        }
+        if let Some(d) = &self.damon {
+            check_attrs(&d.attrs, "damon.attrs")?;
+            match d.ops {
+                DamonOps::Vaddr if d.targets.is_empty() => {
+                    return Err(bad("damon.targets", "vaddr monitoring needs targets"))
+                }
+                DamonOps::Paddr if !d.targets.is_empty() => {
+                    return Err(bad(
+                        "damon.targets",
+                        "paddr monitors physical memory: no targets",
+                    ))
+                }
+                _ => {}
+            }
+            if d.schemes.is_empty() {
+                return Err(bad(
+                    "damon.schemes",
+                    "an own kdamond needs at least one scheme",
+                ));
+            }
+            for (i, s) in d.schemes.iter().enumerate() {
+                s.validate(&format!("damon.schemes[{i}]"), d.ops)?;
+            }
+        }
+        if let Some(t) = &self.tiering {
+            check_attrs(&t.attrs, "tiering.attrs")?;
+            if t.targets.is_empty() {
+                return Err(bad(
+                    "tiering.targets",
+                    "name at least one pid, name or cgroup",
+                ));
+            }
+            if t.promote_rate_limit_mbps == 0 {
+                return Err(bad("tiering.promote_rate_limit_mbps", "must be positive"));
+            }
+            if !(1..=1000).contains(&t.hot_threshold_permil) {
+                return Err(bad("tiering.hot_threshold_permil", "must be 1..=1000"));
+            }
+            if let Some(n) = t.fast_nodes.iter().find(|n| t.slow_nodes.contains(n)) {
+                return Err(bad(
+                    "tiering.slow_nodes",
+                    format!("node {n} is listed as both fast and slow"),
+                ));
+            }
+            if let Some(nb) = &self.numa_balancing {
+                if matches!(nb.mode, Some(m) if m != NumaBalancingMode::Disabled) {
+                    return Err(bad(
+                        "tiering",
+                        "the user-space tiering controller conflicts with NUMA balancing (any mode but disabled migrates the targets' pages toward their CPUs' node; tiering mode promotes them): set numa_balancing.mode = \"disabled\" or drop [tiering]",
+                    ));
+                }
+            }
+        }
+        // DAMON_RECLAIM and DAMON_LRU_SORT start their context with damon_start(exclusive =
+        // true): it fails with EBUSY while any other context runs, and makes later ones fail.
+        let enables = |m: &Option<BTreeMap<String, toml::Value>>| {
+            m.as_ref()
+                .and_then(|p| p.get("enabled"))
+                .is_some_and(|v| v.as_bool() == Some(true) || v.as_str().is_some_and(|s| s == "Y"))
+        };
+        let modules: Vec<&str> = [
+            ("damon_reclaim", &self.damon_reclaim),
+            ("damon_lru_sort", &self.damon_lru_sort),
+        ]
+        .into_iter()
+        .filter(|(_, m)| enables(m))
+        .map(|(n, _)| n)
+        .collect();
+        if modules.len() > 1 {
+            return Err(bad(
+                "damon_lru_sort.enabled",
+                "DAMON_RECLAIM and DAMON_LRU_SORT each run an exclusive DAMON context; enable one",
+            ));
+        }
+        if let Some(m) = modules.first() {
+            if self.uses_kdamonds() {
+                return Err(bad(
+                    format!("{m}.enabled"),
+                    format!("{m} runs an exclusive DAMON context (damon_start(exclusive)); it cannot run beside the agent's own kdamonds ([damon], [tiering], [reclaim.processes])"),
+                ));
+            }
+        }
+        if let Some(r) = &self.reclaim {
+            for (i, c) in r.cgroups.iter().enumerate() {
+                if c.bytes.0 == 0 {
+                    return Err(bad(
+                        format!("reclaim.cgroups[{i}].bytes"),
+                        "must be positive",
+                    ));
+                }
+                if c.free_below_permil > 1000 {
+                    return Err(bad(
+                        format!("reclaim.cgroups[{i}].free_below_permil"),
+                        "at most 1000",
+                    ));
+                }
+            }
+            if let Some(p) = &r.processes {
+                check_attrs(&p.attrs, "reclaim.processes.attrs")?;
+                if p.targets.is_empty() {
+                    return Err(bad(
+                        "reclaim.processes.targets",
+                        "name at least one pid, name or cgroup",
+                    ));
+                }
+                if !(p.wmarks_high >= p.wmarks_mid
+                    && p.wmarks_mid >= p.wmarks_low
+                    && p.wmarks_high <= 1000)
+                {
+                    return Err(bad(
+                        "reclaim.processes.wmarks_high",
+                        "watermarks must satisfy 1000 >= high >= mid >= low",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigError> {
+    if a.sample_us == 0 || a.aggr_us < a.sample_us {
+        return Err(ConfigError::invalid(
+            format!("{key}.aggr_us"),
+            "need 0 < sample_us <= aggr_us",
+        ));
+    }
+    if a.min_nr_regions < 3 || a.max_nr_regions < a.min_nr_regions {
+        return Err(ConfigError::invalid(
+            format!("{key}.min_nr_regions"),
+            "need 3 <= min_nr_regions <= max_nr_regions (damon_set_attrs)",
+        ));
+    }
+    Ok(())
+}
+
+/// Parse a `*` glob against a command name.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let mut rest = name;
+    for (i, p) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(p) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(p);
+        } else if let Some(pos) = rest.find(p) {
+            rest = &rest[pos + p.len()..];
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<AgentConfig, ConfigError> {
+        AgentConfig::from_toml_str(s, "t.toml")
+    }
+
+    #[test]
+    fn empty_config_is_valid() {
+        let c = parse("").unwrap();
+        assert_eq!(c.state_file, PathBuf::from("/run/tiermem/agent.state"));
+        assert_eq!(c.interval, SimDuration::from_secs(1));
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_key() {
+        let e = parse("[numa_balancing]\nmode = \"tiering\"\nbogus = 1\n").unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("t.toml") && s.contains("bogus"), "{s}");
+    }
+
+    #[test]
+    fn conflicts_are_refused() {
+        let e = parse(
+            "[numa_balancing]\nmode = \"tiering\"\n[tiering]\ntargets = { names = [\"x\"] }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "tiering");
+        let e = parse("[weighted_interleave]\nsource = \"hmat\"\nweights = { node0 = 2 }\n")
+            .unwrap_err();
+        assert_eq!(e.key, "weighted_interleave.weights");
+        let e = parse("[tiering]\ntargets = { pids = [1] }\nfast_nodes = [0]\nslow_nodes = [0]\n")
+            .unwrap_err();
+        assert_eq!(e.key, "tiering.slow_nodes");
+        let e = parse("[damon_lru_sort]\nenabled = true\n[tiering]\ntargets = { pids = [1] }\n")
+            .unwrap_err();
+        assert_eq!(e.key, "damon_lru_sort.enabled");
+        let e = parse("[damon_lru_sort]\nenabled = true\n[damon_reclaim]\nenabled = true\n")
+            .unwrap_err();
+        assert!(e.message.contains("exclusive"));
+        let e = parse("[metrics]\nlisten = \"0.0.0.0:9464\"\n").unwrap_err();
+        assert!(e.message.contains("loopback"));
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        assert!(parse("[ksm]\nrun = 3\n").is_err());
+        assert!(
+            parse("[weighted_interleave]\nsource = \"given\"\nweights = { node0 = 0 }\n").is_err()
+        );
+        assert!(
+            parse("[weighted_interleave]\nsource = \"given\"\nweights = { nodeX = 1 }\n").is_err()
+        );
+        assert!(parse("[numa_balancing]\nwatermark_scale_factor = 5000\n").is_err());
+        assert!(parse(
+            "[tiering]\ntargets = { pids = [1] }\nattrs = { sample_us = 10, aggr_us = 5 }\n"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn full_example_parses() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../configs/agent/example.toml"
+        ))
+        .unwrap();
+        let c = parse(&text).unwrap();
+        assert!(c.tiering.is_some() && c.ksm.is_some() && c.damon.is_some());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("redis*", "redis-server"));
+        assert!(glob_match("*cold", "hotcold"));
+        assert!(glob_match("h*c*d", "hotcold"));
+        assert!(!glob_match("redis", "redis-server"));
+        assert!(glob_match("*", "anything"));
+    }
+}

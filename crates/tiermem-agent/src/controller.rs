@@ -1,0 +1,788 @@
+//! The user-space tiering controller: promote hot regions of chosen processes from slow to
+//! fast nodes and demote cold ones, with `move_pages`.
+//!
+//! Decisions follow the kernel's NUMA-balancing tiering rules (kernel/sched/fair.c,
+//! mm/migrate.c), transposed from hint-fault latency to DAMON access frequency:
+//!
+//! * hotness: a region is hot when its `nr_accesses` reaches `threshold_permil` of the
+//!   maximum (`aggr_us / sample_us`), the analogue of `should_numa_migrate_memory`'s
+//!   latency test; hottest regions first (DAMOS `damon_hot_score` order);
+//! * candidates: slow-node pages of hot regions, counted *before* the rate limit as
+//!   `pgpromote_candidate` is;
+//! * rate limit (`numa_promotion_rate_limit`): in each 1-second window at most
+//!   `rate_limit` bytes of candidates are promoted; the rest is counted as rate-limited;
+//! * threshold adjustment (`numa_promotion_adjust_threshold`): every period, compare the
+//!   candidates with `rate_limit × period`; above 110 % make the threshold stricter by one
+//!   step (`2 × initial / 16`, NUMA_MIGRATION_ADJUST_STEPS), below 90 % more lenient, within
+//!   [one step, 1000 permil]. The kernel lowers a latency threshold; here a frequency
+//!   threshold rises, which is the same direction (fewer candidates);
+//! * headroom (`migrate_balanced_pgdat`): a node takes `nr` pages only while its free
+//!   memory stays above `high_wmark + nr`; the kernel's free-space bypass of the rate limit
+//!   (`pgdat_free_space_enough`) is not applied, so the configured limit always holds;
+//! * demotion: regions with no access for `cold_min_age`, oldest first (DAMOS
+//!   `damon_cold_score`), move from fast nodes to their demotion target (the kernel's
+//!   `node_demotion[].preferred`), under a size quota per interval (DAMOS quota).
+//!
+//! The controller is pure: pages are queried and moved through the [`PageOps`] trait
+//! (real `move_pages` on a host, a map in tests).
+
+use crate::damon::Region;
+use crate::Error;
+use std::collections::BTreeMap;
+
+pub const PAGE_SIZE: u64 = 4096;
+/// `NUMA_MIGRATION_ADJUST_STEPS` (fair.c).
+pub const ADJUST_STEPS: u64 = 16;
+/// A region found with nothing to move is examined again after this long (its boundaries
+/// changing, as DAMON splits and merges regions, makes it a new region at once).
+pub const RECHECK_MS: u64 = 5_000;
+/// Pages examined per tick at most (bounds the agent's CPU time per tick).
+pub const MAX_SCAN_PAGES: usize = 1 << 18;
+
+/// Page placement and movement. Contract: `query` and `move_to` take page-aligned
+/// addresses of process `pid`; statuses are node ids or negative errnos, one per page.
+pub trait PageOps {
+    fn query(&mut self, pid: i32, pages: &[usize]) -> Result<Vec<i32>, Error>;
+    fn move_to(&mut self, pid: i32, pages: &[usize], node: u32) -> Result<Vec<i32>, Error>;
+    /// Free bytes of a node now.
+    fn free_bytes(&mut self, node: u32) -> u64;
+    /// The node's high watermark in bytes (sum over its zones).
+    fn high_wmark_bytes(&mut self, node: u32) -> u64;
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControllerParams {
+    pub fast_nodes: Vec<u32>,
+    pub slow_nodes: Vec<u32>,
+    pub demotion_target: BTreeMap<u32, u32>,
+    pub rate_limit_bytes_per_s: u64,
+    pub initial_threshold_permil: u64,
+    pub auto_threshold: bool,
+    pub adjust_period_ms: u64,
+    /// `aggr_us / sample_us`: the largest `nr_accesses`.
+    pub max_nr_accesses: u64,
+    pub aggr_us: u64,
+    pub demote: bool,
+    pub cold_min_age_us: u64,
+    pub demote_quota_bytes: u64,
+    pub demote_quota_interval_ms: u64,
+}
+
+/// Counters (monotonic) and current values, exported as metrics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ControllerStats {
+    pub candidate_bytes: u64,
+    pub promoted_bytes: u64,
+    pub promote_failed_bytes: u64,
+    pub rate_limited_bytes: u64,
+    pub headroom_skipped_bytes: u64,
+    pub demoted_bytes: u64,
+    pub demote_quota_exceeded: u64,
+    pub threshold_permil: u64,
+    pub threshold_adjustments: u64,
+    pub hot_regions: u64,
+    pub cold_regions: u64,
+    pub monitored_bytes: u64,
+}
+
+pub struct Controller {
+    pub p: ControllerParams,
+    pub stats: ControllerStats,
+    /// Rate-limit window (1 s) start and bytes promoted (candidates admitted) in it.
+    rl_start_ms: u64,
+    rl_bytes: u64,
+    /// Threshold-adjust period start and the candidate counter at that time.
+    th_start_ms: u64,
+    th_cand: u64,
+    /// Demotion quota window.
+    dq_start_ms: u64,
+    dq_bytes: u64,
+    /// Regions (pid, start, end, hot?) found with nothing to move, and until when they are
+    /// not examined again: a steady state costs no page queries.
+    settled: BTreeMap<(i32, u64, u64, bool), u64>,
+}
+
+impl Controller {
+    pub fn new(p: ControllerParams, now_ms: u64) -> Self {
+        let th = p.initial_threshold_permil;
+        Controller {
+            p,
+            stats: ControllerStats {
+                threshold_permil: th,
+                ..Default::default()
+            },
+            rl_start_ms: now_ms,
+            rl_bytes: 0,
+            th_start_ms: now_ms,
+            th_cand: 0,
+            dq_start_ms: now_ms,
+            dq_bytes: 0,
+            settled: BTreeMap::new(),
+        }
+    }
+
+    /// The `nr_accesses` a region needs to be hot (at least 1).
+    pub fn hot_nr_accesses(&self) -> u64 {
+        (self.stats.threshold_permil * self.p.max_nr_accesses)
+            .div_ceil(1000)
+            .max(1)
+    }
+
+    fn step(&self) -> u64 {
+        (self.p.initial_threshold_permil * 2 / ADJUST_STEPS).max(1)
+    }
+
+    /// `numa_promotion_adjust_threshold`, once per period.
+    fn adjust_threshold(&mut self, now_ms: u64) {
+        if !self.p.auto_threshold || now_ms < self.th_start_ms + self.p.adjust_period_ms {
+            return;
+        }
+        let period_ms = now_ms - self.th_start_ms;
+        let ref_cand = self.p.rate_limit_bytes_per_s.saturating_mul(period_ms) / 1000;
+        let diff = self.stats.candidate_bytes - self.th_cand;
+        let unit = self.step();
+        let th = self.stats.threshold_permil;
+        let new = if diff > ref_cand * 11 / 10 {
+            (th + unit).min(1000)
+        } else if diff < ref_cand * 9 / 10 {
+            th.saturating_sub(unit).max(unit)
+        } else {
+            th
+        };
+        if new != th {
+            self.stats.threshold_adjustments += 1;
+            tracing::info!(
+                from = th,
+                to = new,
+                candidates = diff,
+                reference = ref_cand,
+                "hot threshold adjusted"
+            );
+        }
+        self.stats.threshold_permil = new;
+        self.th_start_ms = now_ms;
+        self.th_cand = self.stats.candidate_bytes;
+    }
+
+    /// One tick over the regions of each target (`pid → regions`).
+    pub fn tick(
+        &mut self,
+        now_ms: u64,
+        targets: &BTreeMap<i32, Vec<Region>>,
+        ops: &mut dyn PageOps,
+    ) -> Result<(), Error> {
+        if now_ms >= self.rl_start_ms + 1000 {
+            self.rl_start_ms = now_ms;
+            self.rl_bytes = 0;
+        }
+        if now_ms >= self.dq_start_ms + self.p.demote_quota_interval_ms {
+            self.dq_start_ms = now_ms;
+            self.dq_bytes = 0;
+        }
+        self.adjust_threshold(now_ms);
+        let hot_min = self.hot_nr_accesses();
+        let cold_age = self.p.cold_min_age_us.div_ceil(self.p.aggr_us.max(1));
+        // Hot regions of all targets, hottest first (then older, then lower pid/address).
+        let mut hot: Vec<(i32, Region)> = Vec::new();
+        let mut cold: Vec<(i32, Region)> = Vec::new();
+        self.stats.monitored_bytes = 0;
+        for (&pid, regions) in targets {
+            for r in regions {
+                self.stats.monitored_bytes += r.len();
+                if r.nr_accesses >= hot_min {
+                    hot.push((pid, *r));
+                } else if r.nr_accesses == 0 && r.age >= cold_age {
+                    cold.push((pid, *r));
+                }
+            }
+        }
+        self.stats.hot_regions = hot.len() as u64;
+        self.stats.cold_regions = cold.len() as u64;
+        hot.sort_by_key(|(pid, r)| {
+            (
+                std::cmp::Reverse(r.nr_accesses),
+                std::cmp::Reverse(r.age),
+                *pid,
+                r.start,
+            )
+        });
+        cold.sort_by_key(|(pid, r)| (std::cmp::Reverse(r.age), *pid, r.start));
+
+        let mut scanned = 0usize;
+        let fast = self.p.fast_nodes.clone();
+        let slow = self.p.slow_nodes.clone();
+        self.settled.retain(|_, until| *until > now_ms);
+        'hot: for (pid, r) in &hot {
+            let key = (*pid, r.start, r.end, true);
+            if self.settled.contains_key(&key) {
+                continue;
+            }
+            let mut found = false;
+            // Whole 2 MiB granules around a hot region: a THP at its edge moves whole, so it
+            // is listed (and charged to the rate limit) whole.
+            let all = pages_of(&Region {
+                start: r.start / HPAGE_SIZE * HPAGE_SIZE,
+                end: r.end.div_ceil(HPAGE_SIZE) * HPAGE_SIZE,
+                ..*r
+            });
+            // A sample first (DAMON's own principle): a region whose sampled pages are all
+            // placed already is settled without querying every page.
+            if let Some(sample) = sample_pages(&all, now_ms) {
+                scanned += sample.len();
+                match ops.query(*pid, &sample) {
+                    Ok(st) if !st.iter().any(|&n| n >= 0 && slow.contains(&(n as u32))) => {
+                        self.settled.insert(key, now_ms + RECHECK_MS);
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(_) => continue,
+                }
+            }
+            for chunk in granule_chunks(&all) {
+                if scanned >= MAX_SCAN_PAGES {
+                    break 'hot;
+                }
+                scanned += chunk.len();
+                let st = match ops.query(*pid, chunk) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::debug!(pid, error = %e, "query failed (process gone?)");
+                        continue 'hot;
+                    }
+                };
+                let cands: Vec<usize> = chunk
+                    .iter()
+                    .zip(&st)
+                    .filter(|(_, &n)| n >= 0 && slow.contains(&(n as u32)))
+                    .map(|(&p, _)| p)
+                    .collect();
+                if cands.is_empty() {
+                    continue;
+                }
+                found = true;
+                let cand_bytes = cands.len() as u64 * PAGE_SIZE;
+                self.stats.candidate_bytes += cand_bytes;
+                let room = self.p.rate_limit_bytes_per_s.saturating_sub(self.rl_bytes) / PAGE_SIZE;
+                let n_ok = cut_at_granule(&cands, (room as usize).min(cands.len()));
+                self.stats.rate_limited_bytes += (cands.len() - n_ok) as u64 * PAGE_SIZE;
+                if n_ok == 0 {
+                    continue;
+                }
+                // The fast node with the most free memory above its watermark.
+                let mut best: Option<(u32, u64)> = None;
+                for &f in &fast {
+                    let free = ops.free_bytes(f);
+                    let need = ops.high_wmark_bytes(f) + n_ok as u64 * PAGE_SIZE;
+                    if free >= need && best.is_none_or(|(_, b)| free > b) {
+                        best = Some((f, free));
+                    }
+                }
+                let Some((dst, _)) = best else {
+                    self.stats.headroom_skipped_bytes += n_ok as u64 * PAGE_SIZE;
+                    continue;
+                };
+                let moving = &cands[..n_ok];
+                self.rl_bytes += moving.len() as u64 * PAGE_SIZE;
+                match ops.move_to(*pid, moving, dst) {
+                    Ok(st) => {
+                        let ok = st.iter().filter(|&&s| s == dst as i32).count() as u64;
+                        self.stats.promoted_bytes += ok * PAGE_SIZE;
+                        self.stats.promote_failed_bytes += (moving.len() as u64 - ok) * PAGE_SIZE;
+                    }
+                    Err(e) => {
+                        self.stats.promote_failed_bytes += moving.len() as u64 * PAGE_SIZE;
+                        tracing::debug!(pid, error = %e, "promotion failed");
+                    }
+                }
+            }
+            if !found {
+                self.settled.insert(key, now_ms + RECHECK_MS);
+            }
+        }
+        if !self.p.demote {
+            return Ok(());
+        }
+        'cold: for (pid, r) in &cold {
+            let key = (*pid, r.start, r.end, false);
+            if self.settled.contains_key(&key) {
+                continue;
+            }
+            let mut found = false;
+            // Only whole 2 MiB granules of a cold region: a THP straddling its edge may be
+            // partly hot, and move_pages would drag all of it along.
+            let all = full_granule_pages(r);
+            if let Some(sample) = sample_pages(&all, now_ms) {
+                scanned += sample.len();
+                match ops.query(*pid, &sample) {
+                    Ok(st) if !st.iter().any(|&n| n >= 0 && fast.contains(&(n as u32))) => {
+                        self.settled.insert(key, now_ms + RECHECK_MS);
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(_) => continue,
+                }
+            }
+            for chunk in granule_chunks(&all) {
+                if scanned >= MAX_SCAN_PAGES {
+                    break 'cold;
+                }
+                let room = self.p.demote_quota_bytes.saturating_sub(self.dq_bytes) / PAGE_SIZE;
+                if room == 0 {
+                    self.stats.demote_quota_exceeded += 1;
+                    break 'cold;
+                }
+                scanned += chunk.len();
+                let Ok(st) = ops.query(*pid, chunk) else {
+                    continue 'cold;
+                };
+                // Group this chunk's fast-node pages by their demotion target.
+                let mut by_dst: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+                for (&p, &n) in chunk.iter().zip(&st) {
+                    if n >= 0 && fast.contains(&(n as u32)) {
+                        if let Some(&d) = self.p.demotion_target.get(&(n as u32)) {
+                            by_dst.entry(d).or_default().push(p);
+                        }
+                    }
+                }
+                found |= !by_dst.is_empty();
+                for (dst, pages) in by_dst {
+                    let room = (self.p.demote_quota_bytes.saturating_sub(self.dq_bytes) / PAGE_SIZE)
+                        as usize;
+                    let n = cut_at_granule(&pages, room.min(pages.len()));
+                    if n == 0 {
+                        continue;
+                    }
+                    if ops.free_bytes(dst) < ops.high_wmark_bytes(dst) + n as u64 * PAGE_SIZE {
+                        continue;
+                    }
+                    self.dq_bytes += n as u64 * PAGE_SIZE;
+                    if let Ok(st) = ops.move_to(*pid, &pages[..n], dst) {
+                        let ok = st.iter().filter(|&&s| s == dst as i32).count() as u64;
+                        self.stats.demoted_bytes += ok * PAGE_SIZE;
+                    }
+                }
+            }
+            if !found {
+                self.settled.insert(key, now_ms + RECHECK_MS);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Pages sampled before a full scan of a region: 64 evenly spaced pages, the offset rotating
+/// with time so that every page is eventually sampled. `None` for small regions.
+pub const SAMPLE_PAGES: usize = 64;
+
+fn sample_pages(all: &[usize], now_ms: u64) -> Option<Vec<usize>> {
+    if all.len() <= SAMPLE_PAGES * 4 {
+        return None;
+    }
+    let stride = all.len() / SAMPLE_PAGES;
+    let off = (now_ms / 1000) as usize % stride;
+    Some(all.iter().skip(off).step_by(stride).copied().collect())
+}
+
+/// 2 MiB: a transparent huge page. `move_pages` migrates the whole folio of any listed
+/// address, so budgets are cut at granule boundaries and chunks hold whole granules.
+pub const HPAGE_SIZE: u64 = 2 << 20;
+
+fn granule(p: usize) -> u64 {
+    p as u64 / HPAGE_SIZE
+}
+
+/// Split ascending pages into chunks of at most two whole 2 MiB granules.
+fn granule_chunks(pages: &[usize]) -> Vec<&[usize]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut granules = 0;
+    for i in 0..pages.len() {
+        if i == 0 || granule(pages[i]) != granule(pages[i - 1]) {
+            granules += 1;
+            if granules > 2 {
+                out.push(&pages[start..i]);
+                start = i;
+                granules = 1;
+            }
+        }
+    }
+    if start < pages.len() {
+        out.push(&pages[start..]);
+    }
+    out
+}
+
+/// Keep at most `n` of ascending `pages` without splitting a 2 MiB granule (a THP would
+/// move whole and overshoot the budget). When the budget is below one granule, `n` is
+/// kept as is (a THP then overshoots by less than 2 MiB).
+pub fn cut_at_granule(pages: &[usize], n: usize) -> usize {
+    if n >= pages.len() || n == 0 {
+        return n.min(pages.len());
+    }
+    let g = granule(pages[n]);
+    let mut k = n;
+    while k > 0 && granule(pages[k - 1]) == g {
+        k -= 1;
+    }
+    if k == 0 {
+        n
+    } else {
+        k
+    }
+}
+
+/// The pages of a region's whole 2 MiB granules (all pages when it holds fewer than two).
+fn full_granule_pages(r: &Region) -> Vec<usize> {
+    let s = r.start.div_ceil(HPAGE_SIZE) * HPAGE_SIZE;
+    let e = r.end / HPAGE_SIZE * HPAGE_SIZE;
+    if e < s + 2 * HPAGE_SIZE {
+        return pages_of(r);
+    }
+    pages_of(&Region {
+        start: s,
+        end: e,
+        ..*r
+    })
+}
+
+fn pages_of(r: &Region) -> Vec<usize> {
+    let start = r.start.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+    (start..r.end)
+        .step_by(PAGE_SIZE as usize)
+        .map(|a| a as usize)
+        .collect()
+}
+
+/// Real pages: `move_pages` and node meminfo/zoneinfo.
+pub struct HostPageOps {
+    pub fs: crate::fs::HostFs,
+    wmarks: BTreeMap<u32, u64>,
+}
+
+impl HostPageOps {
+    pub fn new(fs: crate::fs::HostFs) -> Self {
+        let wmarks = fs
+            .read_opt("/proc/zoneinfo")
+            .ok()
+            .flatten()
+            .map(|z| parse_zoneinfo_high(&z))
+            .unwrap_or_default();
+        HostPageOps { fs, wmarks }
+    }
+}
+
+/// Sum of `high` (and `promo`, when the kernel has it, which is higher) watermark pages per
+/// node from `/proc/zoneinfo`, in bytes. In tiering mode kswapd balances fast nodes to the
+/// promo watermark (`WMARK_PROMO`), so that is the headroom the kernel keeps.
+pub fn parse_zoneinfo_high(text: &str) -> BTreeMap<u32, u64> {
+    let mut out = BTreeMap::new();
+    let mut node = None;
+    let mut zone_high = 0u64;
+    let mut zone_promo = 0u64;
+    let flush = |out: &mut BTreeMap<u32, u64>, node: Option<u32>, h: u64, p: u64| {
+        if let Some(n) = node {
+            *out.entry(n).or_insert(0) += h.max(p) * PAGE_SIZE;
+        }
+    };
+    for l in text.lines() {
+        let t = l.trim();
+        if let Some(rest) = t.strip_prefix("Node ") {
+            flush(&mut out, node, zone_high, zone_promo);
+            zone_high = 0;
+            zone_promo = 0;
+            node = rest.split(',').next().and_then(|n| n.trim().parse().ok());
+        } else {
+            let mut it = t.split_whitespace();
+            match (it.next(), it.next()) {
+                (Some("high"), Some(v)) => zone_high = v.parse().unwrap_or(0),
+                (Some("promo"), Some(v)) => zone_promo = v.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    flush(&mut out, node, zone_high, zone_promo);
+    out
+}
+
+impl PageOps for HostPageOps {
+    fn query(&mut self, pid: i32, pages: &[usize]) -> Result<Vec<i32>, Error> {
+        crate::sys::move_pages(pid, pages, None, 0)
+    }
+    fn move_to(&mut self, pid: i32, pages: &[usize], node: u32) -> Result<Vec<i32>, Error> {
+        let nodes = vec![node as i32; pages.len()];
+        crate::sys::move_pages(pid, pages, Some(&nodes), crate::sys::MPOL_MF_MOVE)
+    }
+    fn free_bytes(&mut self, node: u32) -> u64 {
+        self.fs
+            .read_opt(&format!("{}/node{node}/meminfo", crate::host::NODE_DIR))
+            .ok()
+            .flatten()
+            .and_then(|m| crate::fs::parse_meminfo_kb(&m, "MemFree"))
+            .unwrap_or(0)
+    }
+    fn high_wmark_bytes(&mut self, node: u32) -> u64 {
+        self.wmarks.get(&node).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages in a map; every node has `free` bytes and a watermark.
+    struct FakePages {
+        node_of: BTreeMap<usize, i32>,
+        free: BTreeMap<u32, u64>,
+        wmark: u64,
+        moves: u64,
+    }
+
+    impl PageOps for FakePages {
+        fn query(&mut self, _pid: i32, pages: &[usize]) -> Result<Vec<i32>, Error> {
+            Ok(pages
+                .iter()
+                .map(|p| *self.node_of.get(p).unwrap_or(&-libc::ENOENT))
+                .collect())
+        }
+        fn move_to(&mut self, _pid: i32, pages: &[usize], node: u32) -> Result<Vec<i32>, Error> {
+            self.moves += 1;
+            Ok(pages
+                .iter()
+                .map(|p| {
+                    let from = self.node_of[p] as u32;
+                    *self.free.get_mut(&from).unwrap() += PAGE_SIZE;
+                    *self.free.get_mut(&node).unwrap() -= PAGE_SIZE;
+                    self.node_of.insert(*p, node as i32);
+                    node as i32
+                })
+                .collect())
+        }
+        fn free_bytes(&mut self, node: u32) -> u64 {
+            self.free[&node]
+        }
+        fn high_wmark_bytes(&mut self, _node: u32) -> u64 {
+            self.wmark
+        }
+    }
+
+    fn params() -> ControllerParams {
+        ControllerParams {
+            fast_nodes: vec![0],
+            slow_nodes: vec![1],
+            demotion_target: [(0, 1)].into_iter().collect(),
+            rate_limit_bytes_per_s: 100 * PAGE_SIZE,
+            initial_threshold_permil: 500,
+            auto_threshold: true,
+            adjust_period_ms: 10_000,
+            max_nr_accesses: 20,
+            aggr_us: 100_000,
+            demote: true,
+            cold_min_age_us: 1_000_000,
+            demote_quota_bytes: 50 * PAGE_SIZE,
+            demote_quota_interval_ms: 1000,
+        }
+    }
+
+    fn pages(start: usize, n: usize, node: i32) -> Vec<(usize, i32)> {
+        (0..n)
+            .map(|i| (start + i * PAGE_SIZE as usize, node))
+            .collect()
+    }
+
+    fn fake(layout: Vec<(usize, i32)>) -> FakePages {
+        FakePages {
+            node_of: layout.into_iter().collect(),
+            free: [(0, 1 << 30), (1, 1 << 30)].into_iter().collect(),
+            wmark: 1 << 20,
+            moves: 0,
+        }
+    }
+
+    fn region(start: u64, n: u64, nr: u64, age: u64) -> Region {
+        Region {
+            start,
+            end: start + n * PAGE_SIZE,
+            nr_accesses: nr,
+            age,
+        }
+    }
+
+    #[test]
+    fn hot_slow_pages_are_promoted_within_the_rate_limit() {
+        let mut f = fake(pages(0x100000, 300, 1));
+        let mut c = Controller::new(params(), 0);
+        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0x100000, 300, 15, 2)])]
+            .into_iter()
+            .collect();
+        c.tick(0, &t, &mut f).unwrap();
+        assert_eq!(
+            c.stats.promoted_bytes,
+            100 * PAGE_SIZE,
+            "one second's budget"
+        );
+        assert_eq!(
+            c.stats.candidate_bytes,
+            300 * PAGE_SIZE,
+            "candidates counted before the limit"
+        );
+        assert_eq!(c.stats.rate_limited_bytes, 200 * PAGE_SIZE);
+        // Same window: nothing more.
+        c.tick(500, &t, &mut f).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 100 * PAGE_SIZE);
+        // Next window: another 100 pages.
+        c.tick(1000, &t, &mut f).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 200 * PAGE_SIZE);
+        let on_fast = f.node_of.values().filter(|&&n| n == 0).count();
+        assert_eq!(on_fast, 200);
+    }
+
+    #[test]
+    fn cold_or_lukewarm_regions_are_not_promoted() {
+        let mut f = fake(pages(0, 10, 1));
+        let mut c = Controller::new(params(), 0);
+        // Threshold 500‰ of 20 = 10 accesses; 9 is not hot.
+        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 9, 0)])].into_iter().collect();
+        c.tick(0, &t, &mut f).unwrap();
+        assert_eq!(c.stats.candidate_bytes, 0);
+        assert_eq!(f.moves, 0);
+    }
+
+    #[test]
+    fn headroom_rule_blocks_promotion_into_a_full_node() {
+        let mut f = fake(pages(0, 10, 1));
+        f.free.insert(0, (1 << 20) + 5 * PAGE_SIZE); // watermark + 5 pages: 10 do not fit
+        let mut c = Controller::new(params(), 0);
+        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 20, 0)])].into_iter().collect();
+        c.tick(0, &t, &mut f).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 0);
+        assert_eq!(c.stats.headroom_skipped_bytes, 10 * PAGE_SIZE);
+    }
+
+    #[test]
+    fn threshold_rises_when_candidates_exceed_the_rate_and_falls_when_scarce() {
+        let mut f = fake(pages(0, 3000, 1));
+        let mut p = params();
+        p.adjust_period_ms = 1000;
+        let mut c = Controller::new(p, 0);
+        let t: BTreeMap<i32, Vec<Region>> =
+            [(1, vec![region(0, 3000, 20, 0)])].into_iter().collect();
+        c.tick(0, &t, &mut f).unwrap(); // 3000 candidate pages vs 100/s reference
+        let empty: BTreeMap<i32, Vec<Region>> = BTreeMap::new();
+        c.tick(1000, &empty, &mut f).unwrap();
+        assert_eq!(c.stats.threshold_permil, 500 + 62, "one step = 2×500/16");
+        // No candidates for a period: more lenient, one step per period.
+        c.tick(2000, &empty, &mut f).unwrap();
+        c.tick(3000, &empty, &mut f).unwrap();
+        assert_eq!(c.stats.threshold_permil, 500 - 62, "{:?}", c.stats);
+        assert_eq!(c.stats.threshold_adjustments, 3);
+    }
+
+    #[test]
+    fn cold_fast_pages_are_demoted_under_the_quota() {
+        let mut f = fake(pages(0, 200, 0));
+        let mut c = Controller::new(params(), 0);
+        // age 20 windows × 100 ms = 2 s ≥ 1 s.
+        let t: BTreeMap<i32, Vec<Region>> =
+            [(1, vec![region(0, 200, 0, 20)])].into_iter().collect();
+        c.tick(0, &t, &mut f).unwrap();
+        assert_eq!(c.stats.demoted_bytes, 50 * PAGE_SIZE, "quota per interval");
+        c.tick(1000, &t, &mut f).unwrap();
+        assert_eq!(c.stats.demoted_bytes, 100 * PAGE_SIZE);
+        // Young idle regions are not cold yet.
+        let mut c2 = Controller::new(params(), 0);
+        let young: BTreeMap<i32, Vec<Region>> =
+            [(1, vec![region(0, 200, 0, 5)])].into_iter().collect();
+        c2.tick(0, &young, &mut f).unwrap();
+        assert_eq!(c2.stats.demoted_bytes, 0);
+    }
+
+    #[test]
+    fn settled_regions_are_not_requeried_until_recheck() {
+        let mut f = fake(pages(0, 10, 0));
+        let mut c = Controller::new(params(), 0);
+        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 20, 0)])].into_iter().collect();
+        c.tick(0, &t, &mut f).unwrap();
+        assert_eq!(c.stats.candidate_bytes, 0, "already on the fast node");
+        // The pages move to the slow node behind our back; not seen before RECHECK_MS.
+        for i in 0..10 {
+            f.node_of.insert(i * PAGE_SIZE as usize, 1);
+        }
+        *f.free.get_mut(&1).unwrap() -= 10 * PAGE_SIZE;
+        *f.free.get_mut(&0).unwrap() += 10 * PAGE_SIZE;
+        c.tick(1000, &t, &mut f).unwrap();
+        assert_eq!(c.stats.candidate_bytes, 0);
+        c.tick(RECHECK_MS, &t, &mut f).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 10 * PAGE_SIZE);
+    }
+
+    #[test]
+    fn large_settled_regions_cost_a_sample_only() {
+        let mut f = fake(pages(0, 4096, 0));
+        let mut c = Controller::new(params(), 0);
+        let t: BTreeMap<i32, Vec<Region>> =
+            [(1, vec![region(0, 4096, 20, 0)])].into_iter().collect();
+        struct Counting<'a>(&'a mut FakePages, usize);
+        impl PageOps for Counting<'_> {
+            fn query(&mut self, pid: i32, p: &[usize]) -> Result<Vec<i32>, Error> {
+                self.1 += p.len();
+                self.0.query(pid, p)
+            }
+            fn move_to(&mut self, pid: i32, p: &[usize], n: u32) -> Result<Vec<i32>, Error> {
+                self.0.move_to(pid, p, n)
+            }
+            fn free_bytes(&mut self, n: u32) -> u64 {
+                self.0.free_bytes(n)
+            }
+            fn high_wmark_bytes(&mut self, n: u32) -> u64 {
+                self.0.high_wmark_bytes(n)
+            }
+        }
+        let mut ops = Counting(&mut f, 0);
+        c.tick(0, &t, &mut ops).unwrap();
+        assert_eq!(ops.1, SAMPLE_PAGES, "only the sample was queried");
+        // A region with slow pages is scanned in full and promoted.
+        let mut g = fake(pages(0, 4096, 1));
+        let mut c = Controller::new(params(), 0);
+        c.tick(0, &t, &mut g).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 100 * PAGE_SIZE);
+    }
+
+    #[test]
+    fn budgets_never_split_a_huge_page_granule() {
+        let g = HPAGE_SIZE as usize;
+        let pages: Vec<usize> = (0..1024).map(|i| g + i * 4096).collect(); // 2 granules
+        assert_eq!(cut_at_granule(&pages, 1024), 1024);
+        assert_eq!(
+            cut_at_granule(&pages, 700),
+            512,
+            "cut back to the granule boundary"
+        );
+        assert_eq!(cut_at_granule(&pages, 100), 100, "below one granule: kept");
+        let many: Vec<usize> = (0..2000).map(|i| 4096 * 10 + i * 4096).collect();
+        let chunks = granule_chunks(&many);
+        assert!(chunks.iter().all(|c| c
+            .iter()
+            .map(|&p| granule(p))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            <= 2));
+        assert_eq!(chunks.iter().map(|c| c.len()).sum::<usize>(), 2000);
+        let r = Region {
+            start: 4096,
+            end: 3 * HPAGE_SIZE + 4096,
+            nr_accesses: 0,
+            age: 0,
+        };
+        let f = full_granule_pages(&r);
+        assert_eq!(f.first().copied(), Some(g));
+        assert_eq!(f.len(), 1024);
+    }
+
+    #[test]
+    fn zoneinfo_watermarks_per_node() {
+        let z = "Node 0, zone      DMA\n  pages free 100\n        min      10\n        low      12\n        high     14\nNode 0, zone   Normal\n        high     1000\n        promo    1200\nNode 1, zone  Movable\n        high     300\n";
+        let w = parse_zoneinfo_high(z);
+        assert_eq!(w[&0], (14 + 1200) * PAGE_SIZE);
+        assert_eq!(w[&1], 300 * PAGE_SIZE);
+    }
+}

@@ -1,0 +1,261 @@
+//! Readers and writers of `/proc` and `/sys` under an injectable root.
+//!
+//! Every kernel file the agent touches goes through a [`HostFs`], which joins the
+//! absolute kernel path (`/sys/kernel/mm/ksm/run`) onto a root directory: `/` on a real
+//! host, a temporary directory holding a fake tree in tests (the pattern of
+//! facebookincubator/below's `ProcReader::new_with_custom_procfs`).
+
+use crate::Error;
+use std::path::{Path, PathBuf};
+
+/// The host's `/proc` and `/sys`, under a root prefix.
+#[derive(Clone, Debug)]
+pub struct HostFs {
+    root: PathBuf,
+}
+
+impl Default for HostFs {
+    fn default() -> Self {
+        HostFs::new("/")
+    }
+}
+
+impl HostFs {
+    /// A view of the tree under `root` (`/` for the running kernel).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        HostFs { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The real path of a kernel path such as `/sys/kernel/mm/ksm/run`.
+    pub fn path(&self, kpath: &str) -> PathBuf {
+        self.root.join(kpath.trim_start_matches('/'))
+    }
+
+    pub fn exists(&self, kpath: &str) -> bool {
+        self.path(kpath).exists()
+    }
+
+    /// Read a file and trim the trailing newline.
+    pub fn read(&self, kpath: &str) -> Result<String, Error> {
+        let p = self.path(kpath);
+        std::fs::read_to_string(&p)
+            .map(|s| s.trim_end_matches('\n').to_string())
+            .map_err(|e| Error::io(&p, "read", e))
+    }
+
+    /// Read a file if it exists (`None` when absent: a kernel feature that is not there).
+    pub fn read_opt(&self, kpath: &str) -> Result<Option<String>, Error> {
+        let p = self.path(kpath);
+        match std::fs::read_to_string(&p) {
+            Ok(s) => Ok(Some(s.trim_end_matches('\n').to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&p, "read", e)),
+        }
+    }
+
+    /// Read a decimal integer (sysctl and sysfs knobs).
+    pub fn read_u64(&self, kpath: &str) -> Result<u64, Error> {
+        let s = self.read(kpath)?;
+        s.trim().parse().map_err(|_| Error::Parse {
+            path: self.path(kpath),
+            message: format!("expected an integer, found {s:?}"),
+        })
+    }
+
+    pub fn read_u64_opt(&self, kpath: &str) -> Result<Option<u64>, Error> {
+        match self.read_opt(kpath)? {
+            None => Ok(None),
+            Some(s) => s.trim().parse().map(Some).map_err(|_| Error::Parse {
+                path: self.path(kpath),
+                message: format!("expected an integer, found {s:?}"),
+            }),
+        }
+    }
+
+    /// Write a value the way `echo value > file` does (one write, with a newline).
+    pub fn write(&self, kpath: &str, value: &str) -> Result<(), Error> {
+        use std::io::Write;
+        let p = self.path(kpath);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&p)
+            .map_err(|e| Error::io(&p, "open for writing", e))?;
+        f.write_all(format!("{value}\n").as_bytes())
+            .map_err(|e| Error::io(&p, &format!("write {value:?} to"), e))
+    }
+
+    /// List the entries of a directory whose names start with `prefix` and end in a number,
+    /// sorted by that number (`node0`, `node1`, ... or `memory_tier4`, ...).
+    pub fn numbered_entries(&self, kdir: &str, prefix: &str) -> Result<Vec<u32>, Error> {
+        let p = self.path(kdir);
+        let rd = match std::fs::read_dir(&p) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&p, "list", e)),
+        };
+        let mut out: Vec<u32> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(prefix))
+                    .and_then(|n| n.parse().ok())
+            })
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Whether the current process may write the file (`access(2)` with `W_OK`), used to
+    /// validate a whole config before anything is written. A fake tree is always writable.
+    pub fn writable(&self, kpath: &str) -> bool {
+        let p = self.path(kpath);
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
+        // SAFETY: c is a valid NUL-terminated string.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    }
+}
+
+/// Parse a kernel node list (`0-1,4`, as in `nodelist`, `cpulist`, `has_cpu`).
+pub fn parse_list(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: u32 = a.trim().parse().map_err(|_| format!("bad list {s:?}"))?;
+                let b: u32 = b.trim().parse().map_err(|_| format!("bad list {s:?}"))?;
+                if b < a {
+                    return Err(format!("bad range in list {s:?}"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().map_err(|_| format!("bad list {s:?}"))?),
+        }
+    }
+    Ok(out)
+}
+
+/// Format ids as a kernel list (`0-2,5`).
+pub fn format_list(ids: &[u32]) -> String {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Parse a `meminfo`-style `Key:   value kB` line set into (key, bytes).
+pub fn parse_meminfo_kb(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        // Per-node files prefix lines with `Node N `.
+        let l = l.trim();
+        let l = if let Some(rest) = l.strip_prefix("Node ") {
+            rest.split_once(' ').map(|(_, r)| r.trim()).unwrap_or(rest)
+        } else {
+            l
+        };
+        let (k, v) = l.split_once(':')?;
+        if k.trim() != key {
+            return None;
+        }
+        let mut it = v.split_whitespace();
+        let n: u64 = it.next()?.parse().ok()?;
+        Some(match it.next() {
+            Some("kB") => n * 1024,
+            _ => n,
+        })
+    })
+}
+
+/// A fake tree for tests: `FakeTree::new().file("/sys/...", "1")`.
+#[cfg(test)]
+pub mod fake {
+    use super::HostFs;
+
+    pub struct FakeTree {
+        pub dir: tempfile::TempDir,
+    }
+
+    impl FakeTree {
+        pub fn new() -> Self {
+            FakeTree {
+                dir: tempfile::tempdir().unwrap(),
+            }
+        }
+        pub fn file(self, kpath: &str, content: &str) -> Self {
+            self.set(kpath, content);
+            self
+        }
+        pub fn set(&self, kpath: &str, content: &str) {
+            let p = self.dir.path().join(kpath.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        }
+        pub fn get(&self, kpath: &str) -> String {
+            std::fs::read_to_string(self.dir.path().join(kpath.trim_start_matches('/')))
+                .unwrap()
+                .trim_end()
+                .to_string()
+        }
+        pub fn fs(&self) -> HostFs {
+            HostFs::new(self.dir.path())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_round_trip() {
+        assert_eq!(parse_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(parse_list("").unwrap(), Vec::<u32>::new());
+        assert_eq!(format_list(&[5, 0, 1, 2]), "0-2,5");
+        assert!(parse_list("3-1").is_err());
+        assert!(parse_list("x").is_err());
+    }
+
+    #[test]
+    fn meminfo_per_node_and_global() {
+        let node = "Node 1 MemTotal:        1048576 kB\nNode 1 MemFree:          900000 kB\n";
+        assert_eq!(parse_meminfo_kb(node, "MemFree"), Some(900000 * 1024));
+        assert_eq!(
+            parse_meminfo_kb("MemTotal: 10 kB\n", "MemTotal"),
+            Some(10240)
+        );
+        assert_eq!(parse_meminfo_kb(node, "Nope"), None);
+    }
+
+    #[test]
+    fn read_write_under_root() {
+        let t = fake::FakeTree::new().file("/proc/sys/kernel/numa_balancing", "0\n");
+        let fs = t.fs();
+        assert_eq!(fs.read_u64("/proc/sys/kernel/numa_balancing").unwrap(), 0);
+        fs.write("/proc/sys/kernel/numa_balancing", "2").unwrap();
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "2");
+        assert!(fs.read_opt("/sys/absent").unwrap().is_none());
+        let e = fs.read("/sys/absent").unwrap_err().to_string();
+        assert!(e.contains("absent"), "{e}");
+    }
+}

@@ -1,0 +1,101 @@
+//! tiermem-agent: tiermem on a live Linux host.
+//!
+//! The agent configures the kernel's tiering mechanisms from one TOML file, runs
+//! user-space controllers where the kernel has none, exports what happens, and leaves the
+//! host as it found it.
+//!
+//! * [`fs`]: readers and writers of `/proc` and `/sys` under an injectable root (tests run
+//!   against a fake tree without root);
+//! * [`host`]: the machine as the running kernel reports it (nodes, tiers, HMAT, settings),
+//!   with tiers and demotion order recomputed by `tiermem-core` as `mm/memory-tiers.c` does;
+//! * [`config`]: the agent's TOML config (strict: unknown keys are errors naming the key);
+//! * [`plan`]: validate everything, then produce the list of writes (all-or-nothing);
+//! * [`state`]: the state file (each original value recorded before it is changed) and restore;
+//! * [`weights`]: weighted-interleave weights from bandwidth (`reduce_interleave_weights`) and
+//!   the bandwidth probe;
+//! * [`damon`]: the DAMON sysfs driver (own kdamond, schemes, tried regions);
+//! * [`controller`]: the user-space promotion/demotion controller (pure decisions) and
+//!   [`sys`]: the syscalls it and `tiermem exec` use;
+//! * [`agent`]: the run loop, signals, metrics endpoint.
+//!
+//! ```
+//! use tiermem_agent::weights::reduce_interleave_weights;
+//! // DRAM 200 GB/s, CXL 64 GB/s: the kernel's auto weights are 24:7.
+//! assert_eq!(reduce_interleave_weights(&[200_000, 64_000]), vec![24, 7]);
+//! ```
+
+pub mod agent;
+pub mod config;
+pub mod controller;
+pub mod damon;
+pub mod exec;
+pub mod fs;
+pub mod host;
+pub mod metrics;
+pub mod plan;
+pub mod state;
+pub mod sys;
+pub mod weights;
+
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong in the agent, with the path, key, pid or capability involved.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot {op} {path}: {source}{hint}", hint = perm_hint(source))]
+    Io {
+        path: PathBuf,
+        op: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    /// A bad config: refused before anything is written (exit code 2).
+    #[error("{0}")]
+    Config(#[from] tiermem_core::ConfigError),
+    /// The running kernel lacks something the config requires.
+    #[error("kernel feature missing: {feature} ({path} does not exist){hint}")]
+    Feature {
+        feature: String,
+        path: String,
+        hint: String,
+    },
+    /// Not allowed: names the capability that is missing.
+    #[error("permission denied: {what} needs {capability}")]
+    Capability { what: String, capability: String },
+    #[error("{call} failed for pid {pid}: {source}")]
+    Syscall {
+        call: &'static str,
+        pid: i32,
+        source: std::io::Error,
+    },
+    #[error("state file {path}: {message}")]
+    State { path: PathBuf, message: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+fn perm_hint(e: &std::io::Error) -> &'static str {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        " (run as root, or grant CAP_DAC_OVERRIDE and CAP_SYS_ADMIN)"
+    } else {
+        ""
+    }
+}
+
+impl Error {
+    pub fn io(path: &Path, op: &str, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            op: op.to_string(),
+            source,
+        }
+    }
+
+    /// Whether this is bad input (config or arguments): exit code 2.
+    pub fn is_input_error(&self) -> bool {
+        matches!(self, Error::Config(_))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,867 @@
+//! Validate a config against the running kernel, then apply it all-or-nothing.
+//!
+//! [`build_plan`] reads the host, checks every setting (feature present, node exists, value
+//! in range, file writable, no conflict with the kernel's state) and returns the full list of
+//! writes; nothing is written while any check fails. [`apply_plan`] records each original in
+//! the state file and then writes; if a write fails mid-way, everything written so far is
+//! restored before the error is returned.
+
+use crate::config::{AgentConfig, NumaBalancingConfig, TargetSelector, WeightSource};
+use crate::fs::HostFs;
+use crate::host::{self, HostTopology, DEBUGFS_NB, KSM_DIR, WI_DIR};
+use crate::state::{ksm_set_merge_across_nodes, Saved, StateRecorder};
+use crate::weights;
+use crate::Error;
+use std::collections::BTreeMap;
+
+/// One change to the kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Record the file's value, then write `value`.
+    Write { path: String, value: String },
+    /// A trigger that has nothing to restore (`commit_inputs`).
+    Trigger { path: String, value: String },
+    /// The KSM `merge_across_nodes` sequence (unmerge, change, restart).
+    KsmMergeAcrossNodes {
+        value: String,
+        run: String,
+        unmerge: bool,
+    },
+}
+
+/// Everything the agent will do, decided before anything is written.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    /// Informational lines for logs and dry runs (derived weights, chosen nodes...).
+    pub notes: Vec<String>,
+    /// The tiering controller's node roles (resolved defaults).
+    pub fast_nodes: Vec<u32>,
+    pub slow_nodes: Vec<u32>,
+    /// Demotion target of each fast node, from the kernel's rules.
+    pub demotion_target: BTreeMap<u32, u32>,
+    /// Whether kdamonds will be used (own, tiering, process reclaim).
+    pub uses_damon: bool,
+}
+
+fn feature(feature: &str, path: &str, hint: &str) -> Error {
+    Error::Feature {
+        feature: feature.into(),
+        path: path.into(),
+        hint: if hint.is_empty() {
+            String::new()
+        } else {
+            format!("; {hint}")
+        },
+    }
+}
+
+fn cfg_err(key: &str, msg: impl Into<String>) -> Error {
+    Error::Config(tiermem_core::ConfigError::invalid(key, msg))
+}
+
+struct Builder<'a> {
+    fs: &'a HostFs,
+    plan: Plan,
+}
+
+impl Builder<'_> {
+    /// Add a write after checking the file exists and is writable; a no-op write (same value)
+    /// is dropped so an unchanged setting is neither recorded nor restored.
+    fn write(&mut self, path: &str, value: String, feat: &str, hint: &str) -> Result<(), Error> {
+        let Some(cur) = self.fs.read_opt(path)? else {
+            return Err(feature(feat, path, hint));
+        };
+        if !self.fs.writable(path) {
+            let cap = if path.starts_with("/proc/sys/kernel/numa_balancing") {
+                "root: CAP_SYS_ADMIN and write access to /proc/sys"
+            } else if path.starts_with("/sys/kernel/debug") {
+                "root (debugfs is root-only)"
+            } else {
+                "root (write access to sysfs/procfs: CAP_DAC_OVERRIDE)"
+            };
+            return Err(Error::Capability {
+                what: format!("writing {path}"),
+                capability: cap.into(),
+            });
+        }
+        if cur.trim() != value.trim() {
+            self.plan.actions.push(Action::Write {
+                path: path.to_string(),
+                value,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Validate `cfg` against the host and list the writes. Runs the bandwidth probe when the
+/// config asks for probed weights (it reads only; nothing is written).
+pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Plan, Error> {
+    let mut b = Builder {
+        fs,
+        plan: Plan::default(),
+    };
+    if let Some(nb) = &cfg.numa_balancing {
+        numa_balancing(&mut b, nb)?;
+    }
+    if let Some(wi) = &cfg.weighted_interleave {
+        if !fs.exists(WI_DIR) {
+            return Err(feature("weighted interleave (Linux 6.9+)", WI_DIR, ""));
+        }
+        let mem_nodes: Vec<u32> = h
+            .nodes
+            .iter()
+            .filter(|n| n.has_memory)
+            .map(|n| n.id)
+            .collect();
+        let weights: BTreeMap<u32, u64> = match wi.source {
+            WeightSource::Given => {
+                let mut m = BTreeMap::new();
+                for (k, &v) in &wi.weights {
+                    let n: u32 = k[4..].parse().expect("checked by the config");
+                    if !fs.exists(&format!("{WI_DIR}/node{n}")) {
+                        return Err(cfg_err(
+                            &format!("weighted_interleave.weights.{k}"),
+                            format!("node {n} has no weight file (not a memory node of this machine; memory nodes: {})", crate::fs::format_list(&mem_nodes)),
+                        ));
+                    }
+                    m.insert(n, v);
+                }
+                m
+            }
+            WeightSource::Hmat => {
+                let mut bw = Vec::new();
+                for &n in &mem_nodes {
+                    let node = h.nodes.iter().find(|x| x.id == n).expect("node listed");
+                    let a = node.access1.as_ref().filter(|a| {
+                        a.read_bandwidth_mbps.unwrap_or(0) > 0
+                            && a.write_bandwidth_mbps.unwrap_or(0) > 0
+                    });
+                    let Some(a) = a else {
+                        return Err(feature(
+                            &format!("HMAT bandwidth of node {n}"),
+                            &format!(
+                                "{}/node{n}/access1/initiators/read_bandwidth",
+                                host::NODE_DIR
+                            ),
+                            "use source = \"probe\" or \"given\"",
+                        ));
+                    };
+                    bw.push(weights::node_bandwidth(
+                        a.read_bandwidth_mbps.unwrap(),
+                        a.write_bandwidth_mbps.unwrap(),
+                    ));
+                }
+                let w = weights::reduce_interleave_weights(&bw);
+                b.plan
+                    .notes
+                    .push(format!("weights from HMAT bandwidth {bw:?} MB/s: {w:?}"));
+                mem_nodes
+                    .iter()
+                    .copied()
+                    .zip(w.into_iter().map(u64::from))
+                    .collect()
+            }
+            WeightSource::Probe => {
+                let mut bw = Vec::new();
+                for &n in &mem_nodes {
+                    let v = weights::probe_node_bandwidth(n, wi.probe_size.0 as usize, 3)?;
+                    bw.push(v);
+                }
+                let w = weights::reduce_interleave_weights(&bw);
+                b.plan
+                    .notes
+                    .push(format!("weights from probed bandwidth {bw:?} MB/s: {w:?}"));
+                mem_nodes
+                    .iter()
+                    .copied()
+                    .zip(w.into_iter().map(u64::from))
+                    .collect()
+            }
+        };
+        // On 6.16+ writing a weight switches the kernel to manual mode: record `auto` first
+        // so that restoring it (last) hands the table back to the kernel.
+        if fs.exists(&format!("{WI_DIR}/auto")) {
+            b.write(
+                &format!("{WI_DIR}/auto"),
+                "false".into(),
+                "weighted interleave auto mode",
+                "",
+            )?;
+        }
+        for (n, w) in weights {
+            b.write(
+                &format!("{WI_DIR}/node{n}"),
+                w.to_string(),
+                "weighted interleave weight",
+                "",
+            )?;
+        }
+    }
+    if let Some(k) = &cfg.ksm {
+        if !fs.exists(&format!("{KSM_DIR}/run")) {
+            return Err(feature("KSM (CONFIG_KSM)", &format!("{KSM_DIR}/run"), ""));
+        }
+        let knobs: [(&str, Option<u64>); 6] = [
+            ("pages_to_scan", k.pages_to_scan),
+            ("sleep_millisecs", k.sleep_millisecs),
+            ("max_page_sharing", k.max_page_sharing),
+            (
+                "stable_node_chains_prune_millisecs",
+                k.stable_node_chains_prune_millisecs,
+            ),
+            ("use_zero_pages", k.use_zero_pages.map(u64::from)),
+            ("smart_scan", k.smart_scan.map(u64::from)),
+        ];
+        for (name, v) in knobs {
+            if let Some(v) = v {
+                b.write(
+                    &format!("{KSM_DIR}/{name}"),
+                    v.to_string(),
+                    &format!("KSM {name}"),
+                    "",
+                )?;
+            }
+        }
+        let cur_run = fs.read(&format!("{KSM_DIR}/run"))?.trim().to_string();
+        let final_run = k.run.map(|r| r.to_string()).unwrap_or(cur_run.clone());
+        if let Some(mac) = k.merge_across_nodes {
+            let path = format!("{KSM_DIR}/merge_across_nodes");
+            let Some(cur) = fs.read_opt(&path)? else {
+                return Err(feature("KSM merge_across_nodes (CONFIG_NUMA)", &path, ""));
+            };
+            if cur.trim() != mac.to_string() {
+                let shared = fs
+                    .read_u64_opt(&format!("{KSM_DIR}/pages_shared"))?
+                    .unwrap_or(0);
+                if shared > 0 && !k.allow_unmerge {
+                    return Err(cfg_err(
+                        "ksm.merge_across_nodes",
+                        format!("KSM has {shared} shared pages; the kernel refuses the change (EBUSY) unless everything is unmerged first: set ksm.allow_unmerge = true"),
+                    ));
+                }
+                if !fs.writable(&path) {
+                    return Err(Error::Capability {
+                        what: format!("writing {path}"),
+                        capability: "root".into(),
+                    });
+                }
+                // The sequence leaves `run` as it was; a configured `run` is its own write
+                // (recorded with the true original).
+                b.plan.actions.push(Action::KsmMergeAcrossNodes {
+                    value: mac.to_string(),
+                    run: cur_run.clone(),
+                    unmerge: k.allow_unmerge,
+                });
+            }
+        }
+        if k.run.is_some() {
+            b.write(&format!("{KSM_DIR}/run"), final_run, "KSM run", "")?;
+        }
+    }
+    for (module, params) in [
+        ("damon_reclaim", &cfg.damon_reclaim),
+        ("damon_lru_sort", &cfg.damon_lru_sort),
+    ] {
+        let Some(params) = params else { continue };
+        let dir = format!("/sys/module/{module}/parameters");
+        if !fs.exists(&dir) {
+            return Err(feature(
+                &format!("{module} (CONFIG_DAMON_{})", module[6..].to_uppercase()),
+                &dir,
+                "",
+            ));
+        }
+        let mut enabled = None;
+        for (k, v) in params {
+            let value = match v {
+                toml::Value::Boolean(x) => if *x { "Y" } else { "N" }.to_string(),
+                toml::Value::Integer(i) if *i >= 0 => i.to_string(),
+                toml::Value::String(s) => s.clone(),
+                other => {
+                    return Err(cfg_err(
+                        &format!("{module}.{k}"),
+                        format!("{other} is not a boolean, non-negative integer or string"),
+                    ))
+                }
+            };
+            if ["kdamond_pid", "commit_inputs"].contains(&k.as_str())
+                || k.starts_with("nr_")
+                || k.starts_with("bytes_")
+            {
+                return Err(cfg_err(
+                    &format!("{module}.{k}"),
+                    "read-only or trigger parameter",
+                ));
+            }
+            if !fs.exists(&format!("{dir}/{k}")) {
+                return Err(cfg_err(
+                    &format!("{module}.{k}"),
+                    format!("this kernel's {module} has no parameter {k}"),
+                ));
+            }
+            if k == "enabled" {
+                enabled = Some(value);
+                continue;
+            }
+            b.write(&format!("{dir}/{k}"), value, module, "")?;
+        }
+        let running = fs
+            .read_opt(&format!("{dir}/enabled"))?
+            .and_then(|s| host::parse_bool(&s))
+            .unwrap_or(false);
+        if let Some(e) = enabled {
+            b.write(&format!("{dir}/enabled"), e, module, "")?;
+        }
+        if running && fs.exists(&format!("{dir}/commit_inputs")) {
+            b.plan.actions.push(Action::Trigger {
+                path: format!("{dir}/commit_inputs"),
+                value: "Y".into(),
+            });
+        }
+    }
+    // kdamonds: own, tiering, process reclaim.
+    let need_damon = cfg.damon.is_some()
+        || cfg.tiering.is_some()
+        || cfg.reclaim.as_ref().is_some_and(|r| r.processes.is_some());
+    if need_damon {
+        let p = format!("{}/nr_kdamonds", crate::damon::KDAMONDS);
+        let Some(n) = fs.read_u64_opt(&p)? else {
+            return Err(feature("DAMON sysfs (CONFIG_DAMON_SYSFS)", &p, ""));
+        };
+        if n != 0 {
+            return Err(Error::Other(format!(
+                "DAMON sysfs already has {n} kdamond(s) configured by another tool; the agent only uses an unused DAMON sysfs (write 0 to {p} once they are off)"
+            )));
+        }
+        if !fs.writable(&p) {
+            return Err(Error::Capability {
+                what: format!("writing {p}"),
+                capability: "root (CAP_SYS_ADMIN)".into(),
+            });
+        }
+        for module in ["damon_reclaim", "damon_lru_sort"] {
+            let running = fs
+                .read_opt(&format!("/sys/module/{module}/parameters/enabled"))?
+                .and_then(|s| host::parse_bool(&s))
+                .unwrap_or(false);
+            if running {
+                return Err(Error::Other(format!(
+                    "{module} is running an exclusive DAMON context; the agent's kdamonds cannot start beside it (disable it, or drop [damon]/[tiering]/[reclaim.processes])"
+                )));
+            }
+        }
+        b.plan.uses_damon = true;
+    }
+    for (key, sel) in targets_of(cfg) {
+        for &pid in &sel.pids {
+            if !fs.exists(&format!("/proc/{pid}")) {
+                return Err(cfg_err(
+                    &format!("{key}.targets.pids"),
+                    format!("no process {pid}"),
+                ));
+            }
+        }
+        for (i, c) in sel.cgroups.iter().enumerate() {
+            if !c.join("cgroup.procs").exists() {
+                return Err(cfg_err(
+                    &format!("{key}.targets.cgroups[{i}]"),
+                    format!("{} is not a cgroup v2 directory", c.display()),
+                ));
+            }
+        }
+    }
+    if let Some(t) = &cfg.tiering {
+        // The kernel's NUMA balancing would move the same pages (the config is checked
+        // statically; here the host's current mode, when the config leaves it alone).
+        let mode_set = cfg
+            .numa_balancing
+            .as_ref()
+            .is_some_and(|n| n.mode.is_some());
+        if !mode_set && h.settings.numa_balancing.unwrap_or(0) != 0 {
+            return Err(cfg_err(
+                "tiering",
+                format!(
+                    "NUMA balancing is on (kernel.numa_balancing = {}) and would migrate the targets' pages too: add [numa_balancing] mode = \"disabled\"",
+                    h.settings.numa_balancing.unwrap_or(0)
+                ),
+            ));
+        }
+        let mem: Vec<u32> = h
+            .nodes
+            .iter()
+            .filter(|n| n.has_memory)
+            .map(|n| n.id)
+            .collect();
+        for (key, list) in [
+            ("tiering.fast_nodes", &t.fast_nodes),
+            ("tiering.slow_nodes", &t.slow_nodes),
+        ] {
+            if let Some(n) = list.iter().find(|n| !mem.contains(n)) {
+                return Err(cfg_err(
+                    key,
+                    format!(
+                        "node {n} is not a memory node of this machine (memory nodes: {})",
+                        crate::fs::format_list(&mem)
+                    ),
+                ));
+            }
+        }
+        let top: Vec<u32> = match &h.computed {
+            Some(c) => c.top_tier_nodes.clone(),
+            None => h
+                .nodes
+                .iter()
+                .filter(|n| !n.cpus.is_empty())
+                .map(|n| n.id)
+                .collect(),
+        };
+        b.plan.fast_nodes = if t.fast_nodes.is_empty() {
+            mem.iter().copied().filter(|n| top.contains(n)).collect()
+        } else {
+            t.fast_nodes.clone()
+        };
+        b.plan.slow_nodes = if t.slow_nodes.is_empty() {
+            mem.iter()
+                .copied()
+                .filter(|n| !b.plan.fast_nodes.contains(n))
+                .collect()
+        } else {
+            t.slow_nodes.clone()
+        };
+        if b.plan.slow_nodes.is_empty() {
+            return Err(cfg_err(
+                "tiering",
+                "this machine has no slow memory node to promote from",
+            ));
+        }
+        for &f in &b.plan.fast_nodes {
+            // The kernel's preferred demotion target, else the nearest slow node.
+            let pref = h
+                .computed
+                .as_ref()
+                .and_then(|c| c.demotion_targets.get(&f))
+                .and_then(|v| v.iter().copied().find(|n| b.plan.slow_nodes.contains(n)));
+            let dist = |n: u32| {
+                h.nodes
+                    .iter()
+                    .find(|x| x.id == f)
+                    .and_then(|x| x.distances.get(n as usize).copied())
+                    .unwrap_or(u32::MAX)
+            };
+            let nearest = b
+                .plan
+                .slow_nodes
+                .iter()
+                .copied()
+                .min_by_key(|&n| (dist(n), n));
+            if let Some(d) = pref.or(nearest) {
+                b.plan.demotion_target.insert(f, d);
+            }
+        }
+        b.plan.notes.push(format!(
+            "tiering controller: fast nodes {:?}, slow nodes {:?}, demotion targets {:?}",
+            b.plan.fast_nodes, b.plan.slow_nodes, b.plan.demotion_target
+        ));
+        crate::sys::require_cap(
+            fs,
+            crate::sys::CAP_SYS_NICE,
+            "CAP_SYS_NICE",
+            "moving pages of other processes (move_pages)",
+        )?;
+    }
+    if let Some(r) = &cfg.reclaim {
+        for (i, c) in r.cgroups.iter().enumerate() {
+            let f = c.path.join("memory.reclaim");
+            if !f.exists() {
+                return Err(Error::Feature {
+                    feature: format!(
+                        "cgroup v2 memory.reclaim (Linux 5.19+) for reclaim.cgroups[{i}]"
+                    ),
+                    path: f.display().to_string(),
+                    hint: String::new(),
+                });
+            }
+        }
+    }
+    Ok(b.plan)
+}
+
+fn numa_balancing(b: &mut Builder, nb: &NumaBalancingConfig) -> Result<(), Error> {
+    if let Some(m) = nb.mode {
+        b.write(
+            host::NUMA_BALANCING,
+            m.value().to_string(),
+            "NUMA balancing (CONFIG_NUMA_BALANCING)",
+            "",
+        )?;
+    }
+    if let Some(v) = nb.promote_rate_limit_mbps {
+        b.write(
+            host::PROMOTE_RATE_LIMIT,
+            v.to_string(),
+            "promotion rate limit (Linux 6.1+)",
+            "",
+        )?;
+    }
+    let dbg: [(&str, Option<u64>); 5] = [
+        ("scan_delay_ms", nb.scan_delay_ms),
+        ("scan_period_min_ms", nb.scan_period_min_ms),
+        ("scan_period_max_ms", nb.scan_period_max_ms),
+        ("scan_size_mb", nb.scan_size_mb),
+        ("hot_threshold_ms", nb.hot_threshold_ms),
+    ];
+    for (k, v) in dbg {
+        if let Some(v) = v {
+            b.write(
+                &format!("{DEBUGFS_NB}/{k}"),
+                v.to_string(),
+                &format!("NUMA balancing debugfs knob {k}"),
+                "mount debugfs: mount -t debugfs none /sys/kernel/debug",
+            )?;
+        }
+    }
+    if let Some(d) = nb.demotion_enabled {
+        // The kernel reads back `true`/`false`; write the same spelling.
+        b.write(
+            host::DEMOTION_ENABLED,
+            d.to_string(),
+            "demotion (Linux 5.15+)",
+            "",
+        )?;
+    }
+    if let Some(v) = nb.watermark_scale_factor {
+        b.write(
+            host::WATERMARK_SCALE_FACTOR,
+            v.to_string(),
+            "watermark_scale_factor",
+            "",
+        )?;
+    }
+    Ok(())
+}
+
+/// Every target selector of the config, with its key.
+pub fn targets_of(cfg: &AgentConfig) -> Vec<(&'static str, &TargetSelector)> {
+    let mut v = Vec::new();
+    if let Some(d) = &cfg.damon {
+        v.push(("damon", &d.targets));
+    }
+    if let Some(t) = &cfg.tiering {
+        v.push(("tiering", &t.targets));
+    }
+    if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
+        v.push(("reclaim.processes", &p.targets));
+    }
+    v
+}
+
+/// Resolve a selector to live pids (sorted, deduplicated): explicit pids that exist,
+/// processes whose `comm` matches a name pattern, members of the cgroups.
+pub fn resolve_targets(fs: &HostFs, sel: &TargetSelector) -> Vec<i32> {
+    let mut out: Vec<i32> = sel
+        .pids
+        .iter()
+        .copied()
+        .filter(|p| fs.exists(&format!("/proc/{p}")))
+        .collect();
+    if !sel.names.is_empty() {
+        if let Ok(rd) = std::fs::read_dir(fs.path("/proc")) {
+            for e in rd.filter_map(|e| e.ok()) {
+                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                if pid as u32 == std::process::id() {
+                    continue;
+                }
+                let Ok(Some(comm)) = fs.read_opt(&format!("/proc/{pid}/comm")) else {
+                    continue;
+                };
+                if sel
+                    .names
+                    .iter()
+                    .any(|n| crate::config::glob_match(n, comm.trim()))
+                {
+                    out.push(pid);
+                }
+            }
+        }
+    }
+    for c in &sel.cgroups {
+        if let Ok(s) = std::fs::read_to_string(c.join("cgroup.procs")) {
+            out.extend(s.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Render the plan for `--dry-run`.
+pub fn render_plan(plan: &Plan, fs: &HostFs) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    for n in &plan.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    for a in &plan.actions {
+        match a {
+            Action::Write { path, value } => {
+                let cur = fs.read_opt(path).ok().flatten().unwrap_or_default();
+                let _ = writeln!(o, "write {path}: {} -> {value}", cur.trim());
+            }
+            Action::Trigger { path, value } => {
+                let _ = writeln!(o, "trigger {path} <- {value}");
+            }
+            Action::KsmMergeAcrossNodes {
+                value,
+                run,
+                unmerge,
+            } => {
+                let _ = writeln!(
+                    o,
+                    "ksm merge_across_nodes -> {value} ({}then run = {run})",
+                    if *unmerge {
+                        "unmerge if pages are shared, "
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
+    if plan.uses_damon {
+        let _ = writeln!(o, "damon: start the agent's kdamonds (DAMON sysfs)");
+    }
+    if plan.actions.is_empty() && !plan.uses_damon {
+        let _ = writeln!(o, "nothing to change");
+    }
+    o
+}
+
+/// Apply the plan, recording every original first. On a failed write, restore what was
+/// written and return the error (all-or-nothing).
+pub fn apply_plan(plan: &Plan, fs: &HostFs, rec: &mut StateRecorder) -> Result<(), Error> {
+    for a in &plan.actions {
+        let r = apply_one(a, fs, rec);
+        if let Err(e) = r {
+            tracing::error!(error = %e, "apply failed; restoring what was changed");
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn apply_one(a: &Action, fs: &HostFs, rec: &mut StateRecorder) -> Result<(), Error> {
+    match a {
+        Action::Write { path, value } => {
+            let original = fs.read(path)?.trim().to_string();
+            rec.record(Saved::File {
+                path: path.clone(),
+                original: kernel_readback(path, &original),
+            })?;
+            fs.write(path, value)?;
+            tracing::info!(path = %path, value = %value, "set");
+        }
+        Action::Trigger { path, value } => fs.write(path, value)?,
+        Action::KsmMergeAcrossNodes {
+            value,
+            run,
+            unmerge,
+        } => {
+            let original = fs
+                .read(&format!("{KSM_DIR}/merge_across_nodes"))?
+                .trim()
+                .to_string();
+            let cur_run = fs.read(&format!("{KSM_DIR}/run"))?.trim().to_string();
+            rec.record(Saved::KsmMergeAcrossNodes {
+                original,
+                run: cur_run,
+            })?;
+            ksm_set_merge_across_nodes(fs, value, run, *unmerge)?;
+            tracing::info!(value = %value, "ksm merge_across_nodes set");
+        }
+    }
+    Ok(())
+}
+
+/// Some files read back differently from what they accept; store a value that can be
+/// written back. (debugfs and sysctl integers, `true`/`false` and `Y`/`N` all round-trip.)
+fn kernel_readback(_path: &str, original: &str) -> String {
+    original.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{fake_two_node, read_host};
+
+    fn plan_for(text: &str, t: &crate::fs::fake::FakeTree) -> Result<Plan, Error> {
+        let cfg = AgentConfig::from_toml_str(text, "t.toml")?;
+        let fs = t.fs();
+        let h = read_host(&fs)?;
+        build_plan(&cfg, &fs, &h)
+    }
+
+    #[test]
+    fn numa_balancing_and_demotion_writes() {
+        let t = fake_two_node();
+        let p = plan_for(
+            "[numa_balancing]\nmode = \"normal\"\nhot_threshold_ms = 500\ndemotion_enabled = true\npromote_rate_limit_mbps = 65536\n",
+            &t,
+        )
+        .unwrap();
+        let paths: Vec<String> = p
+            .actions
+            .iter()
+            .map(|a| match a {
+                Action::Write { path, value } => format!("{path}={value}"),
+                _ => String::new(),
+            })
+            .collect();
+        assert!(
+            paths.contains(&"/proc/sys/kernel/numa_balancing=1".to_string()),
+            "{paths:?}"
+        );
+        assert!(paths.contains(&format!("{DEBUGFS_NB}/hot_threshold_ms=500")));
+        assert!(paths.contains(&"/sys/kernel/mm/numa/demotion_enabled=true".to_string()));
+        // The rate limit already has that value: no write, nothing to restore.
+        assert!(!paths.iter().any(|p| p.contains("rate_limit")));
+    }
+
+    #[test]
+    fn hmat_weights_follow_the_kernel_reduction() {
+        let t = fake_two_node();
+        let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+        // 20000 : 5000 MB/s → 25 : 6.
+        assert_eq!(
+            p.actions,
+            vec![
+                Action::Write {
+                    path: format!("{WI_DIR}/node0"),
+                    value: "25".into()
+                },
+                Action::Write {
+                    path: format!("{WI_DIR}/node1"),
+                    value: "6".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn impossible_node_and_missing_features_are_refused() {
+        let t = fake_two_node();
+        let e = plan_for(
+            "[weighted_interleave]\nsource = \"given\"\nweights = { node5 = 2 }\n",
+            &t,
+        )
+        .unwrap_err();
+        assert!(e.is_input_error() && e.to_string().contains("node5"), "{e}");
+        t.set("/proc/1/comm", "init");
+        let e = plan_for(
+            "[tiering]\ntargets = { pids = [1] }\nfast_nodes = [7]\n",
+            &t,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("node 7"), "{e}");
+        std::fs::remove_dir_all(t.fs().path("/sys/kernel/debug")).unwrap();
+        let e = plan_for("[numa_balancing]\nscan_size_mb = 512\n", &t)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kernel feature missing") && e.contains("mount -t debugfs"),
+            "{e}"
+        );
+        let e = plan_for("[damon_reclaim]\nno_such_param = 1\n", &t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no_such_param"), "{e}");
+    }
+
+    #[test]
+    fn ksm_merge_across_nodes_with_shared_pages_needs_allow_unmerge() {
+        let t = fake_two_node();
+        t.set("/sys/kernel/mm/ksm/pages_shared", "10");
+        let e = plan_for("[ksm]\nmerge_across_nodes = 0\n", &t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("allow_unmerge"), "{e}");
+        let p = plan_for(
+            "[ksm]\nmerge_across_nodes = 0\nallow_unmerge = true\nrun = 1\npages_to_scan = 1000\n",
+            &t,
+        )
+        .unwrap();
+        assert_eq!(p.actions.len(), 3);
+        assert!(
+            matches!(&p.actions[1], Action::KsmMergeAcrossNodes { value, run, unmerge: true } if value == "0" && run == "0")
+        );
+    }
+
+    #[test]
+    fn damon_modules_write_enabled_last() {
+        let t = fake_two_node();
+        let p = plan_for(
+            "[damon_reclaim]\nenabled = true\nmin_age = 5000000\nquota_sz = 1048576\n",
+            &t,
+        )
+        .unwrap();
+        let last = p.actions.last().unwrap();
+        assert_eq!(
+            last,
+            &Action::Write {
+                path: "/sys/module/damon_reclaim/parameters/enabled".into(),
+                value: "Y".into()
+            }
+        );
+        assert_eq!(p.actions.len(), 3);
+    }
+
+    #[test]
+    fn tiering_defaults_from_kernel_tiers() {
+        let t = fake_two_node();
+        t.set("/proc/1/comm", "init");
+        let p = plan_for("[tiering]\ntargets = { pids = [1] }\n", &t).unwrap();
+        assert_eq!(p.fast_nodes, vec![0]);
+        assert_eq!(p.slow_nodes, vec![1]);
+        assert_eq!(p.demotion_target[&0], 1);
+        assert!(p.uses_damon);
+        let e = plan_for("[tiering]\ntargets = { pids = [999999] }\n", &t).unwrap_err();
+        assert!(e.to_string().contains("999999"));
+    }
+
+    #[test]
+    fn apply_records_then_writes_and_restore_undoes() {
+        let t = fake_two_node();
+        let fs = t.fs();
+        let p = plan_for("[numa_balancing]\nmode = \"normal\"\ndemotion_enabled = true\n[ksm]\nrun = 1\nsleep_millisecs = 200\n", &t).unwrap();
+        let sp = t.dir.path().join("st");
+        let mut rec = StateRecorder::create(&sp, &fs).unwrap();
+        apply_plan(&p, &fs, &mut rec).unwrap();
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "1");
+        assert_eq!(t.get("/sys/kernel/mm/ksm/sleep_millisecs"), "200");
+        assert_eq!(rec.entries().len(), 4);
+        rec.restore(&fs).unwrap();
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "0");
+        assert_eq!(t.get("/sys/kernel/mm/numa/demotion_enabled"), "false");
+        assert_eq!(t.get("/sys/kernel/mm/ksm/sleep_millisecs"), "20");
+        assert_eq!(t.get("/sys/kernel/mm/ksm/run"), "0");
+    }
+
+    #[test]
+    fn resolve_by_name_and_cgroup() {
+        let t = fake_two_node();
+        t.set("/proc/100/comm", "hotcold\n");
+        t.set("/proc/200/comm", "other\n");
+        let cg = t.dir.path().join("cg");
+        std::fs::create_dir_all(&cg).unwrap();
+        std::fs::write(cg.join("cgroup.procs"), "300\n301\n").unwrap();
+        let sel = TargetSelector {
+            pids: vec![200, 555],
+            names: vec!["hot*".into()],
+            cgroups: vec![cg],
+        };
+        assert_eq!(resolve_targets(&t.fs(), &sel), vec![100, 200, 300, 301]);
+    }
+}

@@ -1,0 +1,131 @@
+//! The live-host commands: `tiermem topology`, `tiermem agent`, `tiermem exec`.
+//! Thin: parse arguments, call `tiermem-agent`, print.
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use tiermem_agent::config::AgentConfig;
+use tiermem_agent::exec::{ExecOptions, Interleave};
+use tiermem_agent::fs::HostFs;
+use tiermem_agent::Error;
+
+#[derive(Args)]
+pub struct TopologyArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Read /proc and /sys under this directory instead of / (testing).
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
+}
+
+#[derive(Args)]
+pub struct AgentArgs {
+    /// The agent config (TOML).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Validate and print what would be written; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Restore the settings recorded in the state file (after a crash or kill -9) and exit.
+    #[arg(long)]
+    restore: bool,
+    /// State file (default: the config's `state_file`, else /run/tiermem/agent.state).
+    #[arg(long)]
+    state_file: Option<PathBuf>,
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum InterleaveArg {
+    Weighted,
+    Plain,
+}
+
+#[derive(Args)]
+pub struct ExecArgs {
+    /// Interleave the program's memory: `weighted` (by the sysfs weights) or `plain`.
+    #[arg(long)]
+    interleave: Option<InterleaveArg>,
+    /// Policy nodes (e.g. `0,1` or `0-2`); default all memory nodes. Without --interleave: bind.
+    #[arg(long)]
+    nodes: Option<String>,
+    /// Make all of the program's anonymous memory KSM-mergeable (PR_SET_MEMORY_MERGE).
+    #[arg(long)]
+    ksm: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(trailing_var_arg = true, required = true)]
+    cmd: Vec<String>,
+}
+
+fn input(key: &str, msg: String) -> Error {
+    Error::Config(tiermem_core::ConfigError::invalid(key, msg))
+}
+
+pub fn cmd_topology(a: TopologyArgs) -> Result<(), Error> {
+    let h = tiermem_agent::host::read_host(&HostFs::new(a.root))?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&h).expect("serialisable")
+        );
+    } else {
+        print!("{}", tiermem_agent::host::render_table(&h));
+    }
+    Ok(())
+}
+
+pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
+    let cfg = match &a.config {
+        Some(p) => Some(AgentConfig::from_file(p)?),
+        None => None,
+    };
+    if a.restore {
+        let path = a
+            .state_file
+            .clone()
+            .or_else(|| cfg.as_ref().map(|c| c.state_file.clone()))
+            .unwrap_or_else(|| PathBuf::from("/run/tiermem/agent.state"));
+        if !path.exists() {
+            println!("nothing to restore ({} does not exist)", path.display());
+            return Ok(());
+        }
+        let rep = tiermem_agent::state::restore_from_file(&path, None)?;
+        for r in &rep.restored {
+            println!("restored {r}");
+        }
+        return Ok(());
+    }
+    let Some(cfg) = cfg else {
+        return Err(input(
+            "--config",
+            "tiermem agent needs --config FILE (or --restore)".into(),
+        ));
+    };
+    tiermem_agent::agent::run(
+        &cfg,
+        &HostFs::new(a.root),
+        &tiermem_agent::agent::RunOptions {
+            dry_run: a.dry_run,
+            state_file: a.state_file,
+            max_ticks: None,
+        },
+    )
+}
+
+pub fn cmd_exec(a: ExecArgs) -> Result<(), Error> {
+    let nodes = match &a.nodes {
+        Some(s) => tiermem_agent::fs::parse_list(s).map_err(|m| input("--nodes", m))?,
+        None => Vec::new(),
+    };
+    let opts = ExecOptions {
+        interleave: a.interleave.map(|i| match i {
+            InterleaveArg::Weighted => Interleave::Weighted,
+            InterleaveArg::Plain => Interleave::Plain,
+        }),
+        nodes,
+        ksm: a.ksm,
+        argv: a.cmd,
+    };
+    match tiermem_agent::exec::exec(&HostFs::default(), &opts)? {}
+}

@@ -1,0 +1,300 @@
+#!/bin/sh
+# Runs inside the VM (busybox sh). Each scenario asserts on kernel state and prints
+# "PASS name" or "FAIL name: why"; "ALL-DONE pass=N fail=M" ends the run.
+# Machine facts given by tests/vm/run.sh through QEMU (bandwidth in MB/s as the kernel
+# reports it, latency in ns); expected tiers and weights computed by hand from
+# mt_perf_to_adistance and reduce_interleave_weights.
+NODES=$(sed -n 's/.*tiermem_nodes=\([0-9]\).*/\1/p' /proc/cmdline)
+PASS=0
+FAIL=0
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1: $2"; FAIL=$((FAIL + 1)); }
+info() { echo "INFO $*"; }
+WI=/sys/kernel/mm/mempolicy/weighted_interleave
+if [ "$NODES" = 2 ]; then
+  # node: bandwidth latency; node1: 576*(240+240)/(80+80)*(20480*2)/(5120*2) = 6912 -> tier 54
+  HMAT="0:20480:80 1:5120:240"
+  TIERS="4:0 54:1"
+  WEIGHTS="25 6"
+else
+  # node1: 576*300/160*40960/20480 = 2160 -> tier 16; node2: 576*600/160*40960/10240 = 8640 -> tier 67
+  HMAT="0:20480:80 1:10240:150 2:5120:300"
+  TIERS="4:0 16:1 67:2"
+  WEIGHTS="18 9 4"
+fi
+info "nodes=$NODES kernel=$(uname -r)"
+
+# Wait until a command succeeds (up to $1 tenths of a second).
+wait_for() {
+  n=$1
+  shift
+  while [ "$n" -gt 0 ]; do
+    if eval "$@"; then return 0; fi
+    usleep 100000
+    n=$((n - 1))
+  done
+  return 1
+}
+
+# Every setting the scenarios may change.
+snapshot() {
+  for f in /proc/sys/kernel/numa_balancing /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps \
+    /sys/kernel/debug/sched/numa_balancing/hot_threshold_ms /sys/kernel/debug/sched/numa_balancing/scan_size_mb \
+    /sys/kernel/mm/numa/demotion_enabled /proc/sys/vm/watermark_scale_factor $WI/node* \
+    /sys/kernel/mm/ksm/run /sys/kernel/mm/ksm/pages_to_scan /sys/kernel/mm/ksm/sleep_millisecs \
+    /sys/kernel/mm/ksm/merge_across_nodes /sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds \
+    /sys/module/damon_lru_sort/parameters/enabled /sys/module/damon_lru_sort/parameters/quota_ms; do
+    echo "$f=$(cat $f 2>/dev/null)"
+  done
+}
+
+# ---- 1. topology --json reports the tiers and HMAT figures the VM was given -------------------
+s1() {
+  tiermem topology --json >/tmp/topo.json || { fail topology "exit $?"; return; }
+  tiermem topology >/tmp/topo.txt || { fail topology "table exit $?"; return; }
+  flat=$(tr -d ' \n' </tmp/topo.json)
+  for e in $HMAT; do
+    n=${e%%:*}; rest=${e#*:}; bw=${rest%%:*}; lat=${rest#*:}
+    want="\"access1\":{\"initiators\":[0],\"read_bandwidth_mbps\":$bw,\"write_bandwidth_mbps\":$bw,\"read_latency_ns\":$lat,\"write_latency_ns\":$lat}"
+    want_re=$(echo "$want" | sed 's/[][]/\\&/g')
+    echo "$flat" | grep -q "\"id\":$n,\"cpus\":\[[0-9,]*\],\"has_memory\":true,[^}]*},\"access1\":{[^}]*}" ||
+      { fail topology "node $n: no access1 block"; return; }
+    echo "$flat" | grep -q "\"id\":$n,\"cpus\":\[[0-9,]*\],\"has_memory\":true,.*$want_re" ||
+      { fail topology "node $n: no $want"; return; }
+  done
+  # Each tier appears twice: in the kernel's list and in the one computed by tiermem-core.
+  ntiers=0
+  for t in $TIERS; do
+    id=${t%%:*}; nl=${t#*:}
+    want="{\"id\":$id,\"adistance_start\":$((id * 128)),\"nodes\":[$nl]}"
+    c=$(echo "$flat" | grep -o "$(echo "$want" | sed 's/[][]/\\&/g')" | wc -l)
+    [ "$c" = 2 ] || { fail topology "tier $want found $c times (want kernel + computed)"; return; }
+    ntiers=$((ntiers + 1))
+  done
+  c=$(echo "$flat" | grep -o '"adistance_start"' | wc -l)
+  [ "$c" = $((ntiers * 2)) ] || { fail topology "$c tiers listed, want $ntiers twice"; return; }
+  echo "$flat" | grep -q '"demotion_targets":{"0":\[1\]' || { fail topology "node 0 should demote to node 1"; return; }
+  grep -q 'memory_tier4 ' /tmp/topo.txt || { fail topology "table lacks memory_tier4"; return; }
+  pass topology
+}
+
+# ---- 2. HMAT-derived weights are written; exec --interleave weighted follows them ------------
+s2() {
+  cat >/cfg/s2.toml <<EOF
+state_file = "/run/tiermem/s2.state"
+interval = "200ms"
+[weighted_interleave]
+source = "hmat"
+EOF
+  tiermem agent --config /cfg/s2.toml --log info 2>/tmp/s2.log &
+  agent=$!
+  w0=$(echo $WEIGHTS | cut -d' ' -f1)
+  if ! wait_for 100 '[ "$(cat $WI/node0)" = "$w0" ]'; then
+    fail weights "node0 weight $(cat $WI/node0), want $w0"; kill $agent; wait $agent; return
+  fi
+  got=""
+  for n in $(seq 0 $((NODES - 1))); do got="$got $(cat $WI/node$n)"; done
+  got=${got# }
+  [ "$got" = "$WEIGHTS" ] || fail weights "sysfs weights '$got', want '$WEIGHTS'"
+  out=$(tiermem exec --interleave weighted -- /bin/wicheck 64)
+  info "$out (weights $got)"
+  kill -TERM $agent
+  wait $agent
+  rc=$?
+  # Pages per node within 2% of the weight ratio (offset-based interleave is exact up to rounding).
+  total=16384
+  sum=0
+  for w in $WEIGHTS; do sum=$((sum + w)); done
+  i=0
+  ok=1
+  for w in $WEIGHTS; do
+    c=$(echo "$out" | sed -n "s/.*node$i=\([0-9]*\).*/\1/p")
+    want=$((total * w / sum))
+    d=$((c - want)); [ $d -lt 0 ] && d=$((-d))
+    [ $((d * 100)) -le $((total * 2)) ] || { ok=0; fail weights "node$i has ${c:-0} pages, want ~$want"; }
+    i=$((i + 1))
+  done
+  [ $rc = 0 ] || { ok=0; fail weights "agent exit $rc"; }
+  for n in $(seq 0 $((NODES - 1))); do
+    [ "$(cat $WI/node$n)" = 1 ] || { ok=0; fail weights "node$n weight not restored"; }
+  done
+  [ $ok = 1 ] && pass weights
+}
+
+# ---- 3 and 4. user-space controller: promotion under the rate limit, demotion under quota ---
+s34() {
+  RATE_MB=8
+  QUOTA_MB=4
+  HOT_MB=48
+  COLD_MB=48
+  hotcold $HOT_MB $COLD_MB 1 0 75 >/tmp/hc.log 2>&1 &
+  hc=$!
+  wait_for 100 'grep -q hotcold /tmp/hc.log' || { fail promotion "hotcold did not start"; return; }
+  cat >/cfg/s3.toml <<EOF
+state_file = "/run/tiermem/s3.state"
+interval = "1s"
+[metrics]
+listen = "127.0.0.1:9464"
+[numa_balancing]
+mode = "disabled"
+[tiering]
+targets = { names = ["hotcold"] }
+promote_rate_limit_mbps = $RATE_MB
+hot_threshold_permil = 300
+demote = true
+cold_min_age = "3s"
+demote_quota = "${QUOTA_MB}MiB"
+demote_quota_interval = "1s"
+EOF
+  tiermem agent --config /cfg/s3.toml --log info 2>/tmp/s3.log &
+  agent=$!
+  sleep 40
+  read -r c1 </proc/$agent/stat
+  t1=$(cut -d' ' -f1 /proc/uptime)
+  u1=$(echo "$c1" | awk '{print $14 + $15}')
+  sleep 20
+  u2=$(awk '{print $14 + $15}' /proc/$agent/stat)
+  t2=$(cut -d' ' -f1 /proc/uptime)
+  cpu=$(awk -v a=$u1 -v b=$u2 -v s=$t1 -v e=$t2 'BEGIN { printf "%.2f", (b - a) / 100 / (e - s) * 100 }')
+  info "AGENT-CPU steady-state ${cpu}% of one CPU over $(awk -v s=$t1 -v e=$t2 'BEGIN{printf "%.0f", e-s}') s (TCG emulation)"
+  wget -q -O /tmp/metrics.txt http://127.0.0.1:9464/metrics || echo "metrics fetch failed" >/tmp/metrics.txt
+  kill -TERM $agent
+  wait $agent
+  arc=$?
+  kill $hc 2>/dev/null
+  wait $hc 2>/dev/null
+  grep -E 'decision="(promoted|rate_limited|demoted)"|threshold_permil |cpu_seconds' /tmp/metrics.txt | sed 's/^/INFO metrics /'
+  grep hotcold /tmp/hc.log | awk 'NR % 5 == 1' | sed 's/^/INFO /'
+  # Promotion: the hot region ends on the fast node; the rate stays within the limit.
+  hot_pages=$((HOT_MB * 256))
+  verdict=$(awk -v limit=$((RATE_MB * 256)) -v total=$hot_pages '
+    /^hotcold/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      t = v["t"]; h = v["hot_fast"];
+      if (n == 0) { h0 = h }
+      if (h > h0 && first == "") { first = t; hfirst = hprev; tfirst = tprev }
+      # Burst check per sample, allowing one extra rate-limit window at a boundary.
+      if (n > 0 && t > tprev) { d = (h - hprev) / (t - tprev + 1); if (d > maxd) maxd = d }
+      if (h > hlast) { last = t; hlast = h }
+      hprev = h; tprev = t; n++ }
+    END {
+      if (first == "") { print "FAIL nothing promoted"; exit }
+      rate = (hlast - hfirst) / (last - tfirst);
+      printf "hot_fast %d of %d pages, %.0f pages/s over %.1f s (limit %d pages/s), max %.0f pages/s in one sample\n", hlast, total, rate, last - tfirst, limit, maxd;
+      if (hlast < total * 0.9) print "FAIL hot region not promoted";
+      else if (rate > limit * 1.15) print "FAIL rate above the limit";
+      else if (maxd > limit * 1.15) print "FAIL burst above the limit";
+      else print "OK" }' /tmp/hc.log)
+  info "promotion: $verdict"
+  case "$verdict" in *FAIL*) fail promotion "$verdict" ;; *) pass promotion ;; esac
+  # Demotion: cold pages leave the fast node at no more than the quota per second.
+  verdict=$(awk -v quota=$((QUOTA_MB * 256)) '
+    /^hotcold/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      t = v["tc"]; c = v["cold_slow"];
+      if (c > 0 && first == "") { first = t; cfirst = cprev; tfirst = tprev }
+      if (c > clast) { last = t; clast = c }
+      cprev = c; tprev = t }
+    END {
+      if (first == "") { print "FAIL nothing demoted"; exit }
+      rate = (clast - cfirst) / (last - tfirst);
+      printf "cold_slow %d pages, %.0f pages/s (quota %d pages/s)\n", clast, rate, quota;
+      if (rate > quota * 1.15) print "FAIL demotion above the quota"; else print "OK" }' /tmp/hc.log)
+  info "demotion: $verdict"
+  case "$verdict" in *FAIL*) fail demotion "$verdict" ;; *) pass demotion ;; esac
+  [ $arc = 0 ] || fail controller-exit "agent exit $arc: $(tail -3 /tmp/s3.log)"
+  [ "$(cat /sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds)" = 0 ] || fail controller-exit "kdamonds left behind"
+  [ -e /run/tiermem/s3.state ] && fail controller-exit "state file left behind"
+}
+
+# ---- 5. restore on SIGTERM, and --restore after kill -9 -------------------------------------
+s5() {
+  cat >/cfg/s5.toml <<EOF
+state_file = "/run/tiermem/s5.state"
+interval = "200ms"
+[numa_balancing]
+mode = "normal-tiering"
+promote_rate_limit_mbps = 1000
+hot_threshold_ms = 500
+scan_size_mb = 128
+demotion_enabled = true
+watermark_scale_factor = 100
+[weighted_interleave]
+source = "given"
+weights = { node0 = 5, node1 = 2 }
+[ksm]
+run = 1
+pages_to_scan = 500
+sleep_millisecs = 100
+merge_across_nodes = 0
+allow_unmerge = true
+[damon]
+ops = "paddr"
+[[damon.schemes]]
+action = "stat"
+EOF
+  for how in TERM KILL; do
+    snapshot >/tmp/before
+    tiermem agent --config /cfg/s5.toml --log info 2>/tmp/s5.log &
+    agent=$!
+    if ! wait_for 150 '[ "$(cat /sys/kernel/mm/damon/admin/kdamonds/0/state 2>/dev/null)" = on ]'; then
+      fail "restore-$how" "agent did not apply: $(grep -i error /tmp/s5.log | tail -2)"; kill -9 $agent; continue
+    fi
+    snapshot >/tmp/during
+    changed=$(diff /tmp/before /tmp/during | grep -c '^+/')
+    kill -$how $agent
+    wait $agent
+    rc=$?
+    if [ $how = KILL ]; then
+      [ "$(cat /sys/kernel/mm/numa/demotion_enabled)" = true ] || fail restore-KILL "settings were not left changed by kill -9"
+      tiermem agent --restore --state-file /run/tiermem/s5.state >/tmp/restore.out 2>&1 || fail restore-KILL "--restore exit $?: $(cat /tmp/restore.out)"
+      info "--restore: $(wc -l </tmp/restore.out) settings"
+    fi
+    snapshot >/tmp/after
+    if ! diff /tmp/before /tmp/after >/tmp/diff; then
+      fail "restore-$how" "not restored: $(grep '^[-+]/' /tmp/diff | tr '\n' ' ')"
+    elif [ "$changed" -lt 10 ]; then
+      fail "restore-$how" "only $changed settings changed"
+    elif [ -e /run/tiermem/s5.state ]; then
+      fail "restore-$how" "state file left behind"
+    elif [ $how = TERM ] && [ $rc != 0 ]; then
+      fail restore-TERM "exit $rc"
+    else
+      info "restore-$how: $changed settings changed and restored"
+      pass "restore-$how"
+    fi
+  done
+}
+
+# ---- 6. bad configs are refused before anything is written ----------------------------------
+s6() {
+  printf '[numa_balancing]\nmode = "normal-tiering"\nfrobnicate = 1\n' >/cfg/bad-key.toml
+  printf '[numa_balancing]\ndemotion_enabled = true\n[weighted_interleave]\nsource = "given"\nweights = { node0 = 3, node7 = 1 }\n' >/cfg/bad-node.toml
+  printf '[numa_balancing]\nmode = "tiering"\n[tiering]\ntargets = { pids = [1] }\n' >/cfg/bad-conflict.toml
+  printf '[numa_balancing]\ndemotion_enabled = true\n[tiering]\ntargets = { pids = [1] }\nfast_nodes = [0]\nslow_nodes = [9]\n' >/cfg/bad-tier-node.toml
+  printf '[damon_lru_sort]\nenabled = true\n[damon]\nops = "paddr"\n[[damon.schemes]]\naction = "stat"\n' >/cfg/bad-exclusive.toml
+  ok=1
+  for c in bad-key bad-node bad-conflict bad-tier-node bad-exclusive; do
+    snapshot >/tmp/before
+    tiermem agent --config /cfg/$c.toml --state-file /run/tiermem/bad.state 2>/tmp/bad.err
+    rc=$?
+    snapshot >/tmp/after
+    info "$c -> exit $rc: $(head -1 /tmp/bad.err)"
+    [ $rc = 2 ] || { ok=0; fail bad-config "$c: exit $rc, want 2"; }
+    diff -q /tmp/before /tmp/after >/dev/null || { ok=0; fail bad-config "$c changed settings"; }
+    [ -e /run/tiermem/bad.state ] && { ok=0; fail bad-config "$c created a state file"; }
+  done
+  [ $ok = 1 ] && pass bad-config
+}
+
+ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
+if [ -n "$ONLY" ]; then
+  for s in $(echo "$ONLY" | tr ',' ' '); do $s; done
+else
+  s1
+  s2
+  if [ "$NODES" = 2 ]; then
+    s34
+    s5
+  fi
+  s6
+fi
+echo "ALL-DONE pass=$PASS fail=$FAIL"

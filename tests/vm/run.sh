@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# VM integration tests of the tiermem agent against a real multi-node kernel.
+#
+# Boots Debian's 6.12 kernel under QEMU (TCG software emulation) twice: with 2 NUMA nodes
+# (DRAM + a CPU-less slow node) and with 3 (DRAM + two CPU-less nodes), each with HMAT
+# latency/bandwidth figures, and runs tests/vm/guest.sh inside a busybox initramfs holding a
+# static `tiermem` and static C test programs. Each scenario prints PASS/FAIL; the script
+# fails when any scenario fails or a VM does not finish.
+#
+# Needs root for apt-get (or the packages already installed): qemu-system-x86,
+# busybox-static, cpio, gcc. Cache: $TIERMEM_VM_CACHE (default target/vm).
+# Usage: tests/vm/run.sh [2|3]...   (default: both machines)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+CACHE=${TIERMEM_VM_CACHE:-$REPO/target/vm}
+TIMEOUT=${TIERMEM_VM_TIMEOUT:-600}
+mkdir -p "$CACHE"
+log() { echo "==> $*" >&2; }
+
+# 1. Host tools.
+need=()
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+[[ -x /bin/busybox ]] || need+=(busybox-static)
+command -v cpio >/dev/null || need+=(cpio)
+if ((${#need[@]})); then
+  log "installing ${need[*]}"
+  sudo_=""; [[ $(id -u) == 0 ]] || sudo_=sudo
+  $sudo_ apt-get install -y -q "${need[@]}" >&2 || { apt-get update -q >&2 && $sudo_ apt-get install -y -q "${need[@]}" >&2; }
+fi
+file /bin/busybox 2>/dev/null | grep -q 'statically linked' || ldd /bin/busybox 2>&1 | grep -q 'not a dynamic' || {
+  echo "error: /bin/busybox is not static (install busybox-static)" >&2; exit 1; }
+
+# 2. Debian's 6.12 kernel (the version the meta-package currently names).
+VMLINUZ=$(ls "$CACHE"/kernel/boot/vmlinuz-6.12.* 2>/dev/null | head -1 || true)
+if [[ -z "$VMLINUZ" ]]; then
+  pkg=$(apt-cache depends linux-image-6.12-amd64 2>/dev/null | awk '/Depends: linux-image-6.12/ {print $2; exit}')
+  [[ -n "$pkg" ]] || pkg=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9.]+\+deb[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1)
+  [[ -n "$pkg" ]] || { echo "error: no linux-image-6.12 package found by apt-cache" >&2; exit 1; }
+  log "downloading $pkg"
+  (cd "$CACHE" && apt-get download "$pkg" >&2)
+  dpkg-deb -x "$CACHE"/"$pkg"_*.deb "$CACHE/kernel"
+  VMLINUZ=$(ls "$CACHE"/kernel/boot/vmlinuz-6.12.* | head -1)
+fi
+log "kernel $VMLINUZ"
+
+# 3. Static binaries: tiermem (static glibc; no musl toolchain download needed) and the C programs.
+if [[ -z "${TIERMEM_VM_BIN:-}" ]]; then
+  log "building static tiermem"
+  RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p tiermem-cli \
+    --target x86_64-unknown-linux-gnu --target-dir "$REPO/target/vm-static" >&2
+  TIERMEM_VM_BIN=$REPO/target/vm-static/x86_64-unknown-linux-gnu/release/tiermem
+fi
+file "$TIERMEM_VM_BIN" | grep -Eq 'static(ally|-pie) linked' || { echo "error: $TIERMEM_VM_BIN is not static" >&2; exit 1; }
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+ROOT=$WORK/root
+mkdir -p "$ROOT"/{bin,proc,sys,dev,tmp,run,cfg}
+cp /bin/busybox "$ROOT/bin/busybox"
+strip -o "$ROOT/bin/tiermem" "$TIERMEM_VM_BIN"
+gcc -O2 -static -o "$ROOT/bin/wicheck" tests/vm/wicheck.c
+gcc -O2 -static -o "$ROOT/bin/hotcold" tests/vm/hotcold.c
+cp tests/vm/guest.sh "$ROOT/guest.sh"
+cat > "$ROOT/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t debugfs none /sys/kernel/debug
+mount -t tmpfs tmp /tmp
+mount -t tmpfs run /run
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+sh /guest.sh
+echo "GUEST-EXIT"
+poweroff -f
+EOF
+chmod +x "$ROOT/init" "$ROOT/guest.sh"
+(cd "$ROOT" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$WORK/initrd.gz"
+
+# 4. Machines. Bandwidth in QEMU's bytes/s with binary suffixes; the kernel reports MB/s.
+run_vm() {
+  local nodes=$1 out=$CACHE/guest-$1node.log
+  local -a args=(-accel tcg,thread=multi -cpu max -smp 2 -machine q35,hmat=on -nographic -no-reboot
+    -kernel "$VMLINUZ" -initrd "$WORK/initrd.gz")
+  if [[ $nodes == 2 ]]; then
+    args+=(-m 1536M
+      -object memory-backend-ram,id=m0,size=1G -object memory-backend-ram,id=m1,size=512M
+      -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,memdev=m1,initiator=0
+      -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=80
+      -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=20G
+      -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=240
+      -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G)
+  else
+    args+=(-m 1792M
+      -object memory-backend-ram,id=m0,size=1G -object memory-backend-ram,id=m1,size=384M
+      -object memory-backend-ram,id=m2,size=384M
+      -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,memdev=m1,initiator=0
+      -numa node,nodeid=2,memdev=m2,initiator=0
+      -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=80
+      -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=20G
+      -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=150
+      -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=10G
+      -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-latency,latency=300
+      -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G)
+  fi
+  args+=(-append "console=ttyS0 quiet panic=-1 tiermem_nodes=$nodes${TIERMEM_VM_ONLY:+ tiermem_only=$TIERMEM_VM_ONLY}")
+  log "booting the $nodes-node VM (log: $out)"
+  local t0=$SECONDS
+  timeout "$TIMEOUT" qemu-system-x86_64 "${args[@]}" </dev/null >"$out" 2>&1 || true
+  log "$nodes-node VM finished in $((SECONDS - t0)) s"
+  grep -E '^(PASS|FAIL|INFO)' "$out" >&2 || true
+  if ! grep -q '^ALL-DONE' "$out"; then
+    echo "error: the $nodes-node VM did not finish (see $out)" >&2
+    tail -30 "$out" >&2
+    return 1
+  fi
+  ! grep -q '^FAIL' "$out"
+}
+
+status=0
+for n in "${@:-2 3}"; do
+  for m in $n; do run_vm "$m" || status=1; done
+done
+exit $status
