@@ -139,6 +139,16 @@ fn timeline_plot(file: &str, title: &str, kind: &str) -> PlotSpec {
     }
 }
 
+fn step(from: &str, to: &str, metric: &str, published_pct: Option<f64>, expect: Expect) -> Step {
+    Step {
+        from: from.into(),
+        to: to.into(),
+        metric: metric.into(),
+        published_pct,
+        expect,
+    }
+}
+
 const SCORE: &str = "workloads[0].score_accesses_per_s";
 const PROMOTE: &str = "promote_mbps";
 
@@ -172,13 +182,6 @@ pub fn seed_001() -> Experiment {
             )
         })
         .collect();
-    let step = |from: &str, to: &str, metric: &str, published_pct: f64, expect: Expect| Step {
-        from: from.into(),
-        to: to.into(),
-        metric: metric.into(),
-        published_pct: Some(published_pct),
-        expect,
-    };
     Experiment {
         name: "seed-001-hot-page-selection".into(),
         description: "Seed 001 step by step on the 2-socket DRAM + Optane machine: the 5.18 MRU promotion (base), \
@@ -218,12 +221,12 @@ pub fn seed_001() -> Experiment {
                 .into(),
         ],
         steps: vec![
-            step("base-mru", "hot-selection", SCORE, 12.8, Expect::Higher),
-            step("base-mru", "hot-selection", PROMOTE, -25.0, Expect::Lower),
-            step("hot-selection", "rate-limit", PROMOTE, -69.6, Expect::AtMostFraction(0.5)),
-            step("hot-selection", "rate-limit", SCORE, -1.7, Expect::Reported),
-            step("rate-limit", "auto-threshold", SCORE, 4.7, Expect::NotLower),
-            step("rate-limit", "auto-threshold", PROMOTE, -17.1, Expect::NotHigher),
+            step("base-mru", "hot-selection", SCORE, Some(12.8), Expect::Higher),
+            step("base-mru", "hot-selection", PROMOTE, Some(-25.0), Expect::Lower),
+            step("hot-selection", "rate-limit", PROMOTE, Some(-69.6), Expect::AtMostFraction(0.5)),
+            step("hot-selection", "rate-limit", SCORE, Some(-1.7), Expect::Reported),
+            step("rate-limit", "auto-threshold", SCORE, Some(4.7), Expect::NotLower),
+            step("rate-limit", "auto-threshold", PROMOTE, Some(-17.1), Expect::NotHigher),
         ],
     }
 }
@@ -258,13 +261,6 @@ pub fn seed_000() -> Experiment {
             &[],
         ),
     ];
-    let step = |from: &str, to: &str, metric: &str, published_pct: Option<f64>, expect| Step {
-        from: from.into(),
-        to: to.into(),
-        metric: metric.into(),
-        published_pct,
-        expect,
-    };
     Experiment {
         name: "seed-000-tiering".into(),
         description: "Seed 000 on the 2-socket DRAM + Optane machine with a working set three times the DRAM: \
