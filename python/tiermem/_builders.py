@@ -185,6 +185,7 @@ class Machine(_Table):
     cross_socket_latency: Optional[Duration] = None
     adistance: Optional[str] = None
     cpu_per_access: Optional[Duration] = None
+    remote_latency: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _META: ClassVar[frozenset] = frozenset({"extra"})
@@ -274,6 +275,11 @@ class Kernel(_Table):
     swap: Optional[Swap] = None
     zram: Optional[Zram] = None
     costs: Optional[KernelCosts] = None
+    #: ``[kernel.weighted_interleave]``, ``[kernel.damon]`` and ``[kernel.ksm]`` as plain
+    #: tables (see docs/config.md).
+    weighted_interleave: Optional[Mapping[str, Any]] = None
+    damon: Optional[Mapping[str, Any]] = None
+    ksm: Optional[Mapping[str, Any]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _NESTED: ClassVar[Dict[str, Type[_Table]]] = {
@@ -386,6 +392,9 @@ class Stream(Workload):
     nt_stores: Optional[bool] = None
     cpu_per_line: Optional[Duration] = None
     start: Optional[Duration] = None
+    #: ``[[workloads.mbind]]`` region policies and how regions are populated.
+    mbind: Optional[List[Mapping[str, Any]]] = None
+    populate: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -408,6 +417,8 @@ class Mlc(Workload):
     policy: Optional[MemPolicy] = None
     duration: Optional[Duration] = None
     start: Optional[Duration] = None
+    mbind: Optional[List[Mapping[str, Any]]] = None
+    populate: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
