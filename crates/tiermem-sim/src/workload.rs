@@ -750,53 +750,27 @@ pub fn build(
             }
             WorkloadConfig::Parsec(p) => {
                 let name = p.name.clone().unwrap_or_else(|| format!("parsec{wi}"));
-                let cpu = p.cpu_node.unwrap_or(first_cpu);
-                let pages = p.rss.pages_ceil().0 as u32;
-                let proc = kernel.add_process(
+                threads.push(damon_workload_thread(
+                    kernel,
+                    wi,
                     name,
-                    cpu,
-                    Default::default(),
-                    crate::damon_workloads::vmas(pages),
-                );
-                threads.push(ThreadSpec {
-                    workload: wi,
-                    proc,
-                    cpu_node: cpu,
-                    mlp: 1,
-                    cpu_per_access: p.cpu_per_access,
-                    cpu_per_line: SimDuration::ZERO,
-                    cpu_per_line_from_run: false,
-                    start: p.start,
-                    run_duration: None,
-                    barrier_group: None,
-                    generator: Generator::Parsec(crate::damon_workloads::ParsecGen::new(p)),
-                    latency_probe: false,
-                });
+                    p.cpu_node.unwrap_or(first_cpu),
+                    p.rss.pages_ceil().0 as u32,
+                    (p.cpu_per_access, p.start, None),
+                    Generator::Parsec(crate::damon_workloads::ParsecGen::new(p)),
+                ));
             }
             WorkloadConfig::Hotregions(h) => {
                 let name = h.name.clone().unwrap_or_else(|| format!("hotregions{wi}"));
-                let cpu = h.cpu_node.unwrap_or(first_cpu);
-                let pages = h.size.pages_ceil().0 as u32;
-                let proc = kernel.add_process(
+                threads.push(damon_workload_thread(
+                    kernel,
+                    wi,
                     name,
-                    cpu,
-                    Default::default(),
-                    crate::damon_workloads::vmas(pages),
-                );
-                threads.push(ThreadSpec {
-                    workload: wi,
-                    proc,
-                    cpu_node: cpu,
-                    mlp: 1,
-                    cpu_per_access: h.cpu_per_access,
-                    cpu_per_line: SimDuration::ZERO,
-                    cpu_per_line_from_run: false,
-                    start: h.start,
-                    run_duration: h.duration,
-                    barrier_group: None,
-                    generator: Generator::HotRegions(crate::damon_workloads::HotRegionsGen::new(h)),
-                    latency_probe: false,
-                });
+                    h.cpu_node.unwrap_or(first_cpu),
+                    h.size.pages_ceil().0 as u32,
+                    (h.cpu_per_access, h.start, h.duration),
+                    Generator::HotRegions(crate::damon_workloads::HotRegionsGen::new(h)),
+                ));
             }
             WorkloadConfig::VmGuest(g) => threads.extend(crate::vm_guest::build(
                 g,
@@ -1018,6 +992,40 @@ pub enum WorkloadResult {
         /// Mean time per access, ns (CPU time from the trace plus memory latency).
         mean_access_ns: f64,
     },
+}
+
+/// The one thread of a DAMON-evaluation workload (`parsec`, `hotregions`): a process with
+/// the heap/mmap/stack layout of `damon_workloads::vmas`, one access in flight.
+/// `timing` is (CPU per access, start, run duration).
+fn damon_workload_thread(
+    kernel: &mut Kernel,
+    workload: usize,
+    name: String,
+    cpu: NodeId,
+    pages: u32,
+    timing: (SimDuration, SimDuration, Option<SimDuration>),
+    generator: Generator,
+) -> ThreadSpec {
+    let proc = kernel.add_process(
+        name,
+        cpu,
+        Default::default(),
+        crate::damon_workloads::vmas(pages),
+    );
+    ThreadSpec {
+        workload,
+        proc,
+        cpu_node: cpu,
+        mlp: 1,
+        cpu_per_access: timing.0,
+        cpu_per_line: SimDuration::ZERO,
+        cpu_per_line_from_run: false,
+        start: timing.1,
+        run_duration: timing.2,
+        barrier_group: None,
+        generator,
+        latency_probe: false,
+    }
 }
 
 /// Compute each workload's result from its threads' reports and barrier release times.
