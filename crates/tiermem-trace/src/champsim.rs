@@ -142,7 +142,6 @@ pub fn import<R: Read, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::TraceReader;
 
     fn rec(ip: u64, dst: [u64; 2], src: [u64; 4]) -> Vec<u8> {
         let mut v = ip.to_le_bytes().to_vec();
@@ -155,16 +154,8 @@ mod tests {
     }
 
     fn run(data: &[u8], opts: ChampSimOptions) -> Result<Vec<Record>, TraceError> {
-        let mut buf = Vec::new();
-        let mut w = TraceWriter::new(&mut buf, TIME_UNIT, "cs").unwrap();
-        import(data, "t.champsim", &mut w, opts)?;
-        w.finish().unwrap();
-        let mut r = TraceReader::new(std::io::Cursor::new(buf), "t").unwrap();
-        let mut v = Vec::new();
-        while let Some(x) = r.next_record().unwrap() {
-            v.push(x);
-        }
-        Ok(v)
+        crate::format::import_and_read(TIME_UNIT, |w| import(data, "t.champsim", w, opts))
+            .map(|(_, v)| v)
     }
 
     #[test]

@@ -340,7 +340,6 @@ pub fn import<R: Read, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::TraceReader;
 
     const DOC: &str = r#"[{"kdamond_idx": 0, "context_idx": 0,
         "intervals": {"sample": "5000", "aggr": "100000", "ops_update": "1000000"},
@@ -357,16 +356,8 @@ mod tests {
         ]}]"#;
 
     fn run(data: &[u8], opts: DamoOptions) -> Result<Vec<Record>, TraceError> {
-        let mut buf = Vec::new();
-        let mut w = TraceWriter::new(&mut buf, TIME_UNIT, "damo").unwrap();
-        import(data, "damon.data", &mut w, opts)?;
-        w.finish().unwrap();
-        let mut r = TraceReader::new(std::io::Cursor::new(buf), "t").unwrap();
-        let mut v = Vec::new();
-        while let Some(x) = r.next_record().unwrap() {
-            v.push(x);
-        }
-        Ok(v)
+        crate::format::import_and_read(TIME_UNIT, |w| import(data, "damon.data", w, opts))
+            .map(|(_, v)| v)
     }
 
     #[test]

@@ -826,6 +826,25 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
+/// Test helper for the importers: run `import` into an in-memory trace of `unit`, then read
+/// every record back. The importer's own result comes back beside the records.
+#[cfg(test)]
+pub(crate) fn import_and_read<T>(
+    unit: TimeUnit,
+    import: impl FnOnce(&mut TraceWriter<&mut Vec<u8>>) -> Result<T, TraceError>,
+) -> Result<(T, Vec<Record>), TraceError> {
+    let mut buf = Vec::new();
+    let mut w = TraceWriter::new(&mut buf, unit, "test").expect("in-memory writer");
+    let out = import(&mut w)?;
+    w.finish().expect("in-memory finish");
+    let mut r = TraceReader::new(std::io::Cursor::new(buf), "t").expect("written trace reads");
+    let mut v = Vec::new();
+    while let Some(x) = r.next_record().expect("written trace decodes") {
+        v.push(x);
+    }
+    Ok((out, v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,19 +148,9 @@ fn parse_addr_size(b: &[u8], j: &mut usize) -> Option<(u64, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::TraceReader;
 
     fn run(text: &str, opts: LackeyOptions) -> Result<(ImportStats, Vec<Record>), TraceError> {
-        let mut buf = Vec::new();
-        let mut w = TraceWriter::new(&mut buf, TIME_UNIT, "lackey").unwrap();
-        let st = import(text.as_bytes(), "in.txt", &mut w, opts)?;
-        w.finish().unwrap();
-        let mut r = TraceReader::new(std::io::Cursor::new(buf), "t").unwrap();
-        let mut v = Vec::new();
-        while let Some(x) = r.next_record().unwrap() {
-            v.push(x);
-        }
-        Ok((st, v))
+        crate::format::import_and_read(TIME_UNIT, |w| import(text.as_bytes(), "in.txt", w, opts))
     }
 
     #[test]

@@ -146,19 +146,12 @@ pub fn import<R: Read, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::TraceReader;
 
     fn run(text: &str, opts: PinOptions) -> Result<Vec<Record>, TraceError> {
-        let mut buf = Vec::new();
-        let mut w = TraceWriter::new(&mut buf, TIME_UNIT, "pin").unwrap();
-        import(text.as_bytes(), "pinatrace.out", &mut w, opts)?;
-        w.finish().unwrap();
-        let mut r = TraceReader::new(std::io::Cursor::new(buf), "t").unwrap();
-        let mut v = Vec::new();
-        while let Some(x) = r.next_record().unwrap() {
-            v.push(x);
-        }
-        Ok(v)
+        crate::format::import_and_read(TIME_UNIT, |w| {
+            import(text.as_bytes(), "pinatrace.out", w, opts)
+        })
+        .map(|(_, v)| v)
     }
 
     #[test]
