@@ -139,16 +139,6 @@ fn timeline_plot(file: &str, title: &str, kind: &str) -> PlotSpec {
     }
 }
 
-fn step(from: &str, to: &str, metric: &str, published_pct: Option<f64>, expect: Expect) -> Step {
-    Step {
-        from: from.into(),
-        to: to.into(),
-        metric: metric.into(),
-        published_pct,
-        expect,
-    }
-}
-
 const SCORE: &str = "workloads[0].score_accesses_per_s";
 const PROMOTE: &str = "promote_mbps";
 
@@ -221,12 +211,12 @@ pub fn seed_001() -> Experiment {
                 .into(),
         ],
         steps: vec![
-            step("base-mru", "hot-selection", SCORE, Some(12.8), Expect::Higher),
-            step("base-mru", "hot-selection", PROMOTE, Some(-25.0), Expect::Lower),
-            step("hot-selection", "rate-limit", PROMOTE, Some(-69.6), Expect::AtMostFraction(0.5)),
-            step("hot-selection", "rate-limit", SCORE, Some(-1.7), Expect::Reported),
-            step("rate-limit", "auto-threshold", SCORE, Some(4.7), Expect::NotLower),
-            step("rate-limit", "auto-threshold", PROMOTE, Some(-17.1), Expect::NotHigher),
+            Step::new("base-mru", "hot-selection", SCORE, Some(12.8), Expect::Higher),
+            Step::new("base-mru", "hot-selection", PROMOTE, Some(-25.0), Expect::Lower),
+            Step::new("hot-selection", "rate-limit", PROMOTE, Some(-69.6), Expect::AtMostFraction(0.5)),
+            Step::new("hot-selection", "rate-limit", SCORE, Some(-1.7), Expect::Reported),
+            Step::new("rate-limit", "auto-threshold", SCORE, Some(4.7), Expect::NotLower),
+            Step::new("rate-limit", "auto-threshold", PROMOTE, Some(-17.1), Expect::NotHigher),
         ],
     }
 }
@@ -301,10 +291,10 @@ pub fn seed_000() -> Experiment {
                 .into(),
         ],
         steps: vec![
-            step("off-0", "tiering-2", SCORE, Some(95.9), Expect::Higher),
-            step("off-0", "normal-1", SCORE, None, Expect::Reported),
-            step("tiering-2", "tiering-2-choice-a", "vmstat.numa_miss", None, Expect::Higher),
-            step("tiering-2", "tiering-2-choice-a", "workloads[1].score_accesses_per_s", None, Expect::Lower),
+            Step::new("off-0", "tiering-2", SCORE, Some(95.9), Expect::Higher),
+            Step::new("off-0", "normal-1", SCORE, None, Expect::Reported),
+            Step::new("tiering-2", "tiering-2-choice-a", "vmstat.numa_miss", None, Expect::Higher),
+            Step::new("tiering-2", "tiering-2-choice-a", "workloads[1].score_accesses_per_s", None, Expect::Lower),
         ],
     }
 }

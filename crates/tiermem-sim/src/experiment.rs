@@ -172,6 +172,29 @@ pub struct Step {
     pub expect: Expect,
 }
 
+impl Step {
+    pub fn new(
+        from: impl Into<String>,
+        to: impl Into<String>,
+        metric: impl Into<String>,
+        published_pct: Option<f64>,
+        expect: Expect,
+    ) -> Step {
+        Step {
+            from: from.into(),
+            to: to.into(),
+            metric: metric.into(),
+            published_pct,
+            expect,
+        }
+    }
+
+    /// The published change from `a` to `b`, per cent.
+    pub fn pct(a: f64, b: f64) -> Option<f64> {
+        Some((b - a) / a * 100.0)
+    }
+}
+
 /// A step's outcome.
 #[derive(Clone, Debug, Serialize)]
 pub struct StepResult {

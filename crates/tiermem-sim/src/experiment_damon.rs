@@ -173,14 +173,8 @@ fn steps() -> Vec<Step> {
         }
     };
     let step = |from: &str, to: &str, metric: &str, expect: Expect| {
-        let (a, b) = (published(from, metric), published(to, metric));
-        Step {
-            from: from.into(),
-            to: to.into(),
-            metric: metric.into(),
-            published_pct: Some((b - a) / a * 100.0),
-            expect,
-        }
+        let pct = Step::pct(published(from, metric), published(to, metric));
+        Step::new(from, to, metric, pct, expect)
     };
     let mut v = Vec::new();
     for metric in ["memory_saving_pct", "damon_cpu_pct"] {

@@ -198,32 +198,32 @@ pub fn seed_003_ksm_numa(scale: Scale) -> Experiment {
 /// than 1 and saves no more; with 1 the spread grows with the node count.
 fn steps() -> Vec<Step> {
     const SPREAD: &str = "workloads[0].access_time_spread_pct";
-    let pct = |a: f64, b: f64| Some((b - a) / a * 100.0);
     let mut v = Vec::new();
     for &(n, pub1, pub0) in PUBLISHED.iter() {
-        v.push(Step {
-            from: format!("nodes{n}-mam1"),
-            to: format!("nodes{n}-mam0"),
-            metric: SPREAD.into(),
-            published_pct: pct(pub1, pub0),
-            expect: Expect::Lower,
-        });
-        v.push(Step {
-            from: format!("nodes{n}-mam1"),
-            to: format!("nodes{n}-mam0"),
-            metric: "ksm.memory_saved_bytes".into(),
-            published_pct: None,
-            expect: Expect::NotHigher,
-        });
+        let (one, zero) = (format!("nodes{n}-mam1"), format!("nodes{n}-mam0"));
+        v.push(Step::new(
+            &one,
+            &zero,
+            SPREAD,
+            Step::pct(pub1, pub0),
+            Expect::Lower,
+        ));
+        v.push(Step::new(
+            one,
+            zero,
+            "ksm.memory_saved_bytes",
+            None,
+            Expect::NotHigher,
+        ));
     }
     for w in PUBLISHED.windows(2) {
-        v.push(Step {
-            from: format!("nodes{}-mam1", w[0].0),
-            to: format!("nodes{}-mam1", w[1].0),
-            metric: SPREAD.into(),
-            published_pct: pct(w[0].1, w[1].1),
-            expect: Expect::Higher,
-        });
+        v.push(Step::new(
+            format!("nodes{}-mam1", w[0].0),
+            format!("nodes{}-mam1", w[1].0),
+            SPREAD,
+            Step::pct(w[0].1, w[1].1),
+            Expect::Higher,
+        ));
     }
     v
 }

@@ -429,12 +429,8 @@ pub fn seed_002_weighted_interleave() -> Experiment {
 
 /// Seed 002's directions as report steps (published changes from its tables).
 fn steps() -> Vec<Step> {
-    let step = |from: &str, to: &str, metric: &str, published_pct: f64, expect| Step {
-        from: from.into(),
-        to: to.into(),
-        metric: metric.into(),
-        published_pct: Some(published_pct),
-        expect,
+    let step = |from: &str, to: &str, metric: &str, published_pct: f64, expect| {
+        Step::new(from, to, metric, Some(published_pct), expect)
     };
     let triad = "workloads[0].triad_mbps";
     let bw = "workloads[0].bandwidth_mbps";
