@@ -106,7 +106,7 @@ run_vm() {
       -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-latency,latency=300
       -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G)
   fi
-  args+=(-append "console=ttyS0 quiet panic=-1 tiermem_nodes=$nodes${TIERMEM_VM_ONLY:+ tiermem_only=$TIERMEM_VM_ONLY}")
+  args+=(-append "console=ttyS0 quiet panic=-1 tiermem_nodes=$nodes${TIERMEM_VM_ONLY:+ tiermem_only=$TIERMEM_VM_ONLY}${TIERMEM_VM_LOG:+ tiermem_log=$TIERMEM_VM_LOG}")
   log "booting the $nodes-node VM (log: $out)"
   local t0=$SECONDS
   timeout "$TIMEOUT" qemu-system-x86_64 "${args[@]}" </dev/null >"$out" 2>&1 || true

@@ -126,6 +126,7 @@ fn controller_params(cfg: &AgentConfig, p: &Plan) -> Option<ControllerParams> {
         slow_nodes: p.slow_nodes.clone(),
         demotion_target: p.demotion_target.clone(),
         rate_limit_bytes_per_s: t.promote_rate_limit_mbps << 20,
+        tick_ms: cfg.interval.as_ms().max(10),
         initial_threshold_permil: t.hot_threshold_permil,
         auto_threshold: t.auto_threshold,
         adjust_period_ms: t.threshold_adjust_period.as_ms(),

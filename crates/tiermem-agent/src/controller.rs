@@ -9,13 +9,20 @@
 //!   latency test; hottest regions first (DAMOS `damon_hot_score` order);
 //! * candidates: slow-node pages of hot regions, counted *before* the rate limit as
 //!   `pgpromote_candidate` is;
-//! * rate limit (`numa_promotion_rate_limit`): in each 1-second window at most
-//!   `rate_limit` bytes of candidates are promoted; the rest is counted as rate-limited;
+//! * rate limit (`numa_promotion_rate_limit`): at most `rate_limit` bytes of candidates are
+//!   promoted per second; the rest is counted as rate-limited. The kernel resets a 1-second
+//!   window at the first fault after it ends; the agent, which acts once per tick, keeps a
+//!   budget that refills at `rate_limit` per second of elapsed time and holds at most one
+//!   second's worth (or one tick's, when ticks are longer), so the rate holds for any
+//!   `interval` and a tick landing a few ms early does not lose a window;
 //! * threshold adjustment (`numa_promotion_adjust_threshold`): every period, compare the
 //!   candidates with `rate_limit × period`; above 110 % make the threshold stricter by one
-//!   step (`2 × initial / 16`, NUMA_MIGRATION_ADJUST_STEPS), below 90 % more lenient, within
-//!   [one step, 1000 permil]. The kernel lowers a latency threshold; here a frequency
-//!   threshold rises, which is the same direction (fewer candidates);
+//!   step, below 90 % more lenient. The kernel's threshold is a hint-fault *latency* `th`
+//!   moved in steps of `ref_th × 2 / 16` (NUMA_MIGRATION_ADJUST_STEPS) within
+//!   `[ref_th / 8, 2 × ref_th]`; an access *frequency* is its inverse, so the agent keeps the
+//!   same latency-like level `k ∈ [1, 16]` (`th = k × ref_th / 8`, 8 at start) and requires
+//!   `initial_permil × 8 / k` of the maximum `nr_accesses`: from 8× the configured hotness
+//!   (strictest) down to half of it (most lenient), as the kernel ranges;
 //! * headroom (`migrate_balanced_pgdat`): a node takes `nr` pages only while its free
 //!   memory stays above `high_wmark + nr`; the kernel's free-space bypass of the rate limit
 //!   (`pgdat_free_space_enough`) is not applied, so the configured limit always holds;
@@ -56,6 +63,8 @@ pub struct ControllerParams {
     pub slow_nodes: Vec<u32>,
     pub demotion_target: BTreeMap<u32, u32>,
     pub rate_limit_bytes_per_s: u64,
+    /// The agent's tick, ms: the promotion budget holds `max(1 s, tick)` of the rate.
+    pub tick_ms: u64,
     pub initial_threshold_permil: u64,
     pub auto_threshold: bool,
     pub adjust_period_ms: u64,
@@ -79,6 +88,8 @@ pub struct ControllerStats {
     pub demoted_bytes: u64,
     pub demote_quota_exceeded: u64,
     pub threshold_permil: u64,
+    /// The kernel-like latency level `k` (`th = k × ref_th / 8`), 8 at start.
+    pub threshold_level: u64,
     pub threshold_adjustments: u64,
     pub hot_regions: u64,
     pub cold_regions: u64,
@@ -88,9 +99,9 @@ pub struct ControllerStats {
 pub struct Controller {
     pub p: ControllerParams,
     pub stats: ControllerStats,
-    /// Rate-limit window (1 s) start and bytes promoted (candidates admitted) in it.
-    rl_start_ms: u64,
-    rl_bytes: u64,
+    /// Promotion budget (bytes) and when it was last refilled.
+    rl_budget: u64,
+    rl_last_ms: u64,
     /// Threshold-adjust period start and the candidate counter at that time.
     th_start_ms: u64,
     th_cand: u64,
@@ -100,24 +111,34 @@ pub struct Controller {
     /// Regions (pid, start, end, hot?) found with nothing to move, and until when they are
     /// not examined again: a steady state costs no page queries.
     settled: BTreeMap<(i32, u64, u64, bool), u64>,
+    /// When each 2 MiB granule (pid, granule index) was last inside a region DAMON saw
+    /// accessed. A region's boundaries drift as DAMON splits and merges it, so a cold
+    /// region can reach into pages that were hot a moment ago (seen in the VM: a region
+    /// mostly over an untouched mapping took the edge of a hot one, and its hot pages were
+    /// demoted). Pages of a granule seen accessed within `cold_min_age` are not demoted,
+    /// much as the kernel's reclaim (the demotion path) skips recently referenced pages.
+    last_accessed: std::collections::HashMap<(i32, u64), u64>,
 }
 
 impl Controller {
     pub fn new(p: ControllerParams, now_ms: u64) -> Self {
         let th = p.initial_threshold_permil;
+        let budget = p.rate_limit_bytes_per_s;
         Controller {
             p,
             stats: ControllerStats {
                 threshold_permil: th,
+                threshold_level: ADJUST_STEPS / 2,
                 ..Default::default()
             },
-            rl_start_ms: now_ms,
-            rl_bytes: 0,
+            rl_budget: budget,
+            rl_last_ms: now_ms,
             th_start_ms: now_ms,
             th_cand: 0,
             dq_start_ms: now_ms,
             dq_bytes: 0,
             settled: BTreeMap::new(),
+            last_accessed: std::collections::HashMap::new(),
         }
     }
 
@@ -128,10 +149,6 @@ impl Controller {
             .max(1)
     }
 
-    fn step(&self) -> u64 {
-        (self.p.initial_threshold_permil * 2 / ADJUST_STEPS).max(1)
-    }
-
     /// `numa_promotion_adjust_threshold`, once per period.
     fn adjust_threshold(&mut self, now_ms: u64) {
         if !self.p.auto_threshold || now_ms < self.th_start_ms + self.p.adjust_period_ms {
@@ -140,26 +157,29 @@ impl Controller {
         let period_ms = now_ms - self.th_start_ms;
         let ref_cand = self.p.rate_limit_bytes_per_s.saturating_mul(period_ms) / 1000;
         let diff = self.stats.candidate_bytes - self.th_cand;
-        let unit = self.step();
-        let th = self.stats.threshold_permil;
+        let k = self.stats.threshold_level;
+        // Lower latency level = stricter (fair.c: th = max(th - unit, unit) when candidates
+        // exceed the reference by 10 %, min(th + unit, 2 × ref_th) when 10 % short).
         let new = if diff > ref_cand * 11 / 10 {
-            (th + unit).min(1000)
+            k.saturating_sub(1).max(1)
         } else if diff < ref_cand * 9 / 10 {
-            th.saturating_sub(unit).max(unit)
+            (k + 1).min(ADJUST_STEPS)
         } else {
-            th
+            k
         };
-        if new != th {
+        let permil = threshold_permil(self.p.initial_threshold_permil, new);
+        if new != k {
             self.stats.threshold_adjustments += 1;
             tracing::info!(
-                from = th,
-                to = new,
+                from = self.stats.threshold_permil,
+                to = permil,
                 candidates = diff,
                 reference = ref_cand,
                 "hot threshold adjusted"
             );
         }
-        self.stats.threshold_permil = new;
+        self.stats.threshold_level = new;
+        self.stats.threshold_permil = permil;
         self.th_start_ms = now_ms;
         self.th_cand = self.stats.candidate_bytes;
     }
@@ -171,10 +191,13 @@ impl Controller {
         targets: &BTreeMap<i32, Vec<Region>>,
         ops: &mut dyn PageOps,
     ) -> Result<(), Error> {
-        if now_ms >= self.rl_start_ms + 1000 {
-            self.rl_start_ms = now_ms;
-            self.rl_bytes = 0;
-        }
+        // Refill the promotion budget for the time elapsed; it holds at most one second's
+        // worth, or one tick's when ticks are longer than a second.
+        let dt = now_ms.saturating_sub(self.rl_last_ms);
+        let rate = self.p.rate_limit_bytes_per_s;
+        let cap = rate.saturating_mul(self.p.tick_ms.max(1000)) / 1000;
+        self.rl_budget = (self.rl_budget + rate.saturating_mul(dt) / 1000).min(cap);
+        self.rl_last_ms = now_ms;
         if now_ms >= self.dq_start_ms + self.p.demote_quota_interval_ms {
             self.dq_start_ms = now_ms;
             self.dq_bytes = 0;
@@ -198,6 +221,23 @@ impl Controller {
         }
         self.stats.hot_regions = hot.len() as u64;
         self.stats.cold_regions = cold.len() as u64;
+        if tracing::enabled!(tracing::Level::TRACE) {
+            for (&pid, regions) in targets {
+                let list: Vec<String> = regions
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{:x}+{}K:{}/{}",
+                            r.start,
+                            r.len() >> 10,
+                            r.nr_accesses,
+                            r.age
+                        )
+                    })
+                    .collect();
+                tracing::trace!(pid, hot_min, regions = %list.join(" "), "damon regions");
+            }
+        }
         hot.sort_by_key(|(pid, r)| {
             (
                 std::cmp::Reverse(r.nr_accesses),
@@ -212,9 +252,22 @@ impl Controller {
         let fast = self.p.fast_nodes.clone();
         let slow = self.p.slow_nodes.clone();
         self.settled.retain(|_, until| *until > now_ms);
+        let cold_ms = self.p.cold_min_age_us / 1000;
+        if self.p.demote {
+            for (&pid, regions) in targets {
+                for r in regions.iter().filter(|r| r.nr_accesses > 0) {
+                    for g in r.start / HPAGE_SIZE..r.end.div_ceil(HPAGE_SIZE) {
+                        self.last_accessed.insert((pid, g), now_ms);
+                    }
+                }
+            }
+            self.last_accessed
+                .retain(|_, t| now_ms.saturating_sub(*t) < cold_ms);
+        }
         'hot: for (pid, r) in &hot {
             let key = (*pid, r.start, r.end, true);
             if self.settled.contains_key(&key) {
+                tracing::trace!(pid, start = r.start, end = r.end, "hot region settled");
                 continue;
             }
             let mut found = false;
@@ -231,6 +284,7 @@ impl Controller {
                 scanned += sample.len();
                 match ops.query(*pid, &sample) {
                     Ok(st) if !st.iter().any(|&n| n >= 0 && slow.contains(&(n as u32))) => {
+                        tracing::trace!(pid, start = r.start, end = r.end, sample = ?st.iter().take(8).collect::<Vec<_>>(), "hot region: no slow page in the sample");
                         self.settled.insert(key, now_ms + RECHECK_MS);
                         continue;
                     }
@@ -262,7 +316,7 @@ impl Controller {
                 found = true;
                 let cand_bytes = cands.len() as u64 * PAGE_SIZE;
                 self.stats.candidate_bytes += cand_bytes;
-                let room = self.p.rate_limit_bytes_per_s.saturating_sub(self.rl_bytes) / PAGE_SIZE;
+                let room = self.rl_budget / PAGE_SIZE;
                 let n_ok = cut_at_granule(&cands, (room as usize).min(cands.len()));
                 self.stats.rate_limited_bytes += (cands.len() - n_ok) as u64 * PAGE_SIZE;
                 if n_ok == 0 {
@@ -282,10 +336,18 @@ impl Controller {
                     continue;
                 };
                 let moving = &cands[..n_ok];
-                self.rl_bytes += moving.len() as u64 * PAGE_SIZE;
+                self.rl_budget -= moving.len() as u64 * PAGE_SIZE;
                 match ops.move_to(*pid, moving, dst) {
                     Ok(st) => {
                         let ok = st.iter().filter(|&&s| s == dst as i32).count() as u64;
+                        tracing::trace!(
+                            pid,
+                            first = moving[0],
+                            n = moving.len(),
+                            ok,
+                            dst,
+                            "promoted"
+                        );
                         self.stats.promoted_bytes += ok * PAGE_SIZE;
                         self.stats.promote_failed_bytes += (moving.len() as u64 - ok) * PAGE_SIZE;
                     }
@@ -338,7 +400,8 @@ impl Controller {
                 // Group this chunk's fast-node pages by their demotion target.
                 let mut by_dst: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
                 for (&p, &n) in chunk.iter().zip(&st) {
-                    if n >= 0 && fast.contains(&(n as u32)) {
+                    let recent = self.last_accessed.contains_key(&(*pid, granule(p)));
+                    if n >= 0 && fast.contains(&(n as u32)) && !recent {
                         if let Some(&d) = self.p.demotion_target.get(&(n as u32)) {
                             by_dst.entry(d).or_default().push(p);
                         }
@@ -368,6 +431,14 @@ impl Controller {
         }
         Ok(())
     }
+}
+
+/// The hotness (permil of the maximum `nr_accesses`) at latency level `k`: the configured
+/// hotness at `k = 8`, eight times it at `k = 1`, half of it at `k = 16`, at most 1000.
+pub fn threshold_permil(initial_permil: u64, k: u64) -> u64 {
+    (initial_permil * (ADJUST_STEPS / 2))
+        .div_ceil(k.max(1))
+        .clamp(1, 1000)
 }
 
 /// Pages sampled before a full scan of a region: 64 evenly spaced pages, the offset rotating
@@ -571,6 +642,7 @@ mod tests {
             slow_nodes: vec![1],
             demotion_target: [(0, 1)].into_iter().collect(),
             rate_limit_bytes_per_s: 100 * PAGE_SIZE,
+            tick_ms: 1000,
             initial_threshold_permil: 500,
             auto_threshold: true,
             adjust_period_ms: 10_000,
@@ -626,14 +698,27 @@ mod tests {
             "candidates counted before the limit"
         );
         assert_eq!(c.stats.rate_limited_bytes, 200 * PAGE_SIZE);
-        // Same window: nothing more.
+        // Half a second later: half a second's budget.
         c.tick(500, &t, &mut f).unwrap();
-        assert_eq!(c.stats.promoted_bytes, 100 * PAGE_SIZE);
-        // Next window: another 100 pages.
+        assert_eq!(c.stats.promoted_bytes, 150 * PAGE_SIZE);
         c.tick(1000, &t, &mut f).unwrap();
         assert_eq!(c.stats.promoted_bytes, 200 * PAGE_SIZE);
         let on_fast = f.node_of.values().filter(|&&n| n == 0).count();
         assert_eq!(on_fast, 200);
+        // An idle stretch does not bank more than one second's budget.
+        let mut c = Controller::new(params(), 0);
+        let mut g = fake(pages(0x100000, 300, 1));
+        c.tick(0, &BTreeMap::new(), &mut g).unwrap();
+        c.tick(10_000, &t, &mut g).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 100 * PAGE_SIZE);
+        // Ticks longer than a second get a tick's worth (the rate holds for any interval).
+        let mut p = params();
+        p.tick_ms = 2000;
+        let mut c = Controller::new(p, 0);
+        let mut g = fake(pages(0x100000, 300, 1));
+        c.tick(0, &t, &mut g).unwrap();
+        c.tick(2000, &t, &mut g).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 300 * PAGE_SIZE);
     }
 
     #[test]
@@ -669,12 +754,26 @@ mod tests {
         c.tick(0, &t, &mut f).unwrap(); // 3000 candidate pages vs 100/s reference
         let empty: BTreeMap<i32, Vec<Region>> = BTreeMap::new();
         c.tick(1000, &empty, &mut f).unwrap();
-        assert_eq!(c.stats.threshold_permil, 500 + 62, "one step = 2×500/16");
+        assert_eq!(
+            c.stats.threshold_permil, 572,
+            "one latency step down: 500 × 8/7"
+        );
         // No candidates for a period: more lenient, one step per period.
         c.tick(2000, &empty, &mut f).unwrap();
         c.tick(3000, &empty, &mut f).unwrap();
-        assert_eq!(c.stats.threshold_permil, 500 - 62, "{:?}", c.stats);
+        assert_eq!(c.stats.threshold_permil, 445, "500 × 8/9: {:?}", c.stats);
         assert_eq!(c.stats.threshold_adjustments, 3);
+        // The kernel's bounds: latency within [ref/8, 2 × ref], hotness within [½, 8×].
+        for _ in 0..20 {
+            let t = c.th_start_ms + 1000;
+            c.tick(t, &empty, &mut f).unwrap();
+        }
+        assert_eq!(
+            c.stats.threshold_permil, 250,
+            "most lenient: half the configured"
+        );
+        assert_eq!(threshold_permil(100, 1), 800, "strictest: 8×");
+        assert_eq!(threshold_permil(500, 1), 1000, "never above the maximum");
     }
 
     #[test]
@@ -694,6 +793,46 @@ mod tests {
             [(1, vec![region(0, 200, 0, 5)])].into_iter().collect();
         c2.tick(0, &young, &mut f).unwrap();
         assert_eq!(c2.stats.demoted_bytes, 0);
+    }
+
+    #[test]
+    fn a_cold_region_drifting_over_hot_pages_does_not_demote_them() {
+        let g = HPAGE_SIZE as usize;
+        let per_g = g / PAGE_SIZE as usize;
+        // Four granules on the fast node: 0-1 hot, 2-3 idle.
+        let mut f = fake(pages(0, 4 * per_g, 0));
+        let mut p = params();
+        p.demote_quota_bytes = 1 << 30;
+        let mut c = Controller::new(p, 0);
+        let hot =
+            |start: usize, n: usize, nr: u64, age: u64| region(start as u64, n as u64, nr, age);
+        let t0: BTreeMap<i32, Vec<Region>> = [(
+            1,
+            vec![hot(0, 2 * per_g, 20, 5), hot(2 * g, 2 * per_g, 0, 5)],
+        )]
+        .into_iter()
+        .collect();
+        c.tick(0, &t0, &mut f).unwrap();
+        assert_eq!(c.stats.demoted_bytes, 0, "nothing cold for long enough yet");
+        // DAMON merges and splits: a long-idle region now starts inside the hot granules.
+        let t1: BTreeMap<i32, Vec<Region>> =
+            [(1, vec![hot(0, per_g, 20, 0), hot(g, 3 * per_g, 0, 20)])]
+                .into_iter()
+                .collect();
+        c.tick(500, &t1, &mut f).unwrap();
+        assert_eq!(
+            c.stats.demoted_bytes,
+            2 * g as u64,
+            "only the two granules idle for cold_min_age move"
+        );
+        let hot_on_fast = (0..2 * per_g)
+            .filter(|i| f.node_of[&(i * PAGE_SIZE as usize)] == 0)
+            .count();
+        assert_eq!(hot_on_fast, 2 * per_g);
+        // Once granule 1 has been unseen for cold_min_age, it is cold like any other.
+        c.tick(1600, &t1, &mut f).unwrap();
+        c.tick(1600 + RECHECK_MS, &t1, &mut f).unwrap();
+        assert_eq!(c.stats.demoted_bytes, 3 * g as u64);
     }
 
     #[test]
