@@ -13,6 +13,7 @@ use crate::state::{ksm_set_merge_across_nodes, Saved, StateRecorder};
 use crate::weights;
 use crate::Error;
 use std::collections::BTreeMap;
+use tiermem_core::interleave::{node_perf_mbps, reduce_interleave_weights};
 
 /// One change to the kernel.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,7 +132,7 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                 m
             }
             WeightSource::Hmat => {
-                let mut bw = Vec::new();
+                let mut bw = BTreeMap::new();
                 for &n in &mem_nodes {
                     let node = h.nodes.iter().find(|x| x.id == n).expect("node listed");
                     let a = node.access1.as_ref().filter(|a| {
@@ -148,36 +149,25 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                             "use source = \"probe\" or \"given\"",
                         ));
                     };
-                    bw.push(weights::node_bandwidth(
-                        a.read_bandwidth_mbps.unwrap(),
-                        a.write_bandwidth_mbps.unwrap(),
-                    ));
+                    // access1 reports MB/s; node_perf_mbps takes bytes/s and returns
+                    // min(read, write) in MB/s, as mempolicy_set_node_perf does.
+                    let mbps = |v: Option<u64>| v.unwrap_or(0) as f64 * 1e6;
+                    bw.insert(
+                        n,
+                        node_perf_mbps(mbps(a.read_bandwidth_mbps), mbps(a.write_bandwidth_mbps)),
+                    );
                 }
-                let w = weights::reduce_interleave_weights(&bw);
-                b.plan
-                    .notes
-                    .push(format!("weights from HMAT bandwidth {bw:?} MB/s: {w:?}"));
-                mem_nodes
-                    .iter()
-                    .copied()
-                    .zip(w.into_iter().map(u64::from))
-                    .collect()
+                auto_weights(&mut b.plan, h, "HMAT", &bw)
             }
             WeightSource::Probe => {
-                let mut bw = Vec::new();
+                let mut bw = BTreeMap::new();
                 for &n in &mem_nodes {
-                    let v = weights::probe_node_bandwidth(n, wi.probe_size.0 as usize, 3)?;
-                    bw.push(v);
+                    bw.insert(
+                        n,
+                        weights::probe_node_bandwidth(n, wi.probe_size.0 as usize, 3)?,
+                    );
                 }
-                let w = weights::reduce_interleave_weights(&bw);
-                b.plan
-                    .notes
-                    .push(format!("weights from probed bandwidth {bw:?} MB/s: {w:?}"));
-                mem_nodes
-                    .iter()
-                    .copied()
-                    .zip(w.into_iter().map(u64::from))
-                    .collect()
+                auto_weights(&mut b.plan, h, "probed", &bw)
             }
         };
         // On 6.16+ writing a weight switches the kernel to manual mode: record `auto` first
@@ -488,6 +478,32 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
     Ok(b.plan)
 }
 
+/// The weights a 6.16+ kernel's `auto` mode derives from `bw` (MB/s per memory node):
+/// `tiermem_core::interleave::reduce_interleave_weights` over node ids, with the host's
+/// `has_memory` (nodes without memory take no share and get no weight file).
+fn auto_weights(
+    plan: &mut Plan,
+    h: &HostTopology,
+    what: &str,
+    bw: &BTreeMap<u32, u64>,
+) -> BTreeMap<u32, u64> {
+    let len = h.nodes.iter().map(|n| n.id as usize + 1).max().unwrap_or(0);
+    let mut by_id = vec![0u64; len];
+    let mut has_memory = vec![false; len];
+    for n in &h.nodes {
+        has_memory[n.id as usize] = n.has_memory;
+        by_id[n.id as usize] = bw.get(&n.id).copied().unwrap_or(0);
+    }
+    let w = reduce_interleave_weights(&by_id, &has_memory);
+    let out: BTreeMap<u32, u64> = bw.keys().map(|&n| (n, u64::from(w[n as usize]))).collect();
+    plan.notes.push(format!(
+        "weights from {what} bandwidth {:?} MB/s: {:?}",
+        bw.values().collect::<Vec<_>>(),
+        out.values().collect::<Vec<_>>()
+    ));
+    out
+}
+
 fn numa_balancing(b: &mut Builder, nb: &NumaBalancingConfig) -> Result<(), Error> {
     if let Some(m) = nb.mode {
         b.write(
@@ -747,6 +763,73 @@ mod tests {
                     value: "6".into()
                 },
             ]
+        );
+    }
+
+    /// The weight writes of a plan, as (node, weight).
+    fn weight_writes(p: &Plan) -> Vec<(u32, String)> {
+        p.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Write { path, value } => path
+                    .strip_prefix(&format!("{WI_DIR}/node"))
+                    .map(|n| (n.parse().unwrap(), value.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hmat_weights_of_the_vm_machines() {
+        // tests/vm/guest.sh expects "25 6" for 20480/5120 MB/s and "18 9 4" for
+        // 20480/10240/5120 MB/s (access1 figures, every node with memory).
+        let set_bw = |t: &crate::fs::fake::FakeTree, node: u32, mbps: u64| {
+            let d = format!("{}/node{node}/access1/initiators", host::NODE_DIR);
+            t.set(&format!("{d}/read_bandwidth"), &format!("{mbps}\n"));
+            t.set(&format!("{d}/write_bandwidth"), &format!("{mbps}\n"));
+        };
+        let t = fake_two_node();
+        set_bw(&t, 0, 20480);
+        set_bw(&t, 1, 5120);
+        let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+        assert_eq!(
+            weight_writes(&p),
+            vec![(0, "25".to_string()), (1, "6".to_string())]
+        );
+
+        // A third memory node.
+        let nd = host::NODE_DIR;
+        for f in ["online", "possible", "has_memory"] {
+            t.set(&format!("{nd}/{f}"), "0-2\n");
+        }
+        t.set(&format!("{nd}/node2/cpulist"), "\n");
+        t.set(
+            &format!("{nd}/node2/meminfo"),
+            "Node 2 MemTotal:        1048576 kB\nNode 2 MemFree:         1000000 kB\n",
+        );
+        t.set(&format!("{nd}/node0/distance"), "10 20 20\n");
+        t.set(&format!("{nd}/node1/distance"), "20 10 20\n");
+        t.set(&format!("{nd}/node2/distance"), "20 20 10\n");
+        t.set(&format!("{WI_DIR}/node2"), "1\n");
+        set_bw(&t, 1, 10240);
+        set_bw(&t, 2, 5120);
+        let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+        assert_eq!(
+            weight_writes(&p),
+            vec![
+                (0, "18".to_string()),
+                (1, "9".to_string()),
+                (2, "4".to_string())
+            ]
+        );
+
+        // Node 1 without memory takes no share and gets no weight: 20480 : 5120 again.
+        t.set(&format!("{nd}/has_memory"), "0,2\n");
+        std::fs::remove_file(t.fs().path(&format!("{WI_DIR}/node1"))).unwrap();
+        let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+        assert_eq!(
+            weight_writes(&p),
+            vec![(0, "25".to_string()), (2, "6".to_string())]
         );
     }
 
