@@ -475,7 +475,56 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             }
         }
     }
+    if let Some(d) = &cfg.damon {
+        damon_nodes(d, h)?;
+    }
+    if b.plan.uses_damon {
+        // Last, once everything else holds: the probe kdamond it builds is the only
+        // thing validation writes, and it is gone again when this returns.
+        crate::damon::DamonSysfs::new(fs.clone()).check_support(&cfg.kdamonds())?;
+    }
     Ok(b.plan)
+}
+
+/// The node ids of the own kdamond's schemes exist on this host: `target_nid` a memory
+/// node (the migration destination), a goal's `nid` any node.
+fn damon_nodes(d: &crate::config::DamonConfig, h: &HostTopology) -> Result<(), Error> {
+    let mem: Vec<u32> = h
+        .nodes
+        .iter()
+        .filter(|n| n.has_memory)
+        .map(|n| n.id)
+        .collect();
+    let all: Vec<u32> = h.nodes.iter().map(|n| n.id).collect();
+    for (i, s) in d.schemes.iter().enumerate() {
+        if let Some(n) = s.target_nid {
+            if !mem.contains(&u32::from(n.0)) {
+                return Err(cfg_err(
+                    &format!("damon.schemes[{i}].target_nid"),
+                    format!(
+                        "node {} is not a memory node of this machine (memory nodes: {})",
+                        n.0,
+                        crate::fs::format_list(&mem)
+                    ),
+                ));
+            }
+        }
+        for (j, g) in s.quotas.goals.iter().enumerate() {
+            if let Some(n) = g.nid {
+                if !all.contains(&u32::from(n.0)) {
+                    return Err(cfg_err(
+                        &format!("damon.schemes[{i}].quotas.goals[{j}].nid"),
+                        format!(
+                            "node {} does not exist (nodes: {})",
+                            n.0,
+                            crate::fs::format_list(&all)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The weights a 6.16+ kernel's `auto` mode derives from `bw` (MB/s per memory node):
@@ -904,6 +953,7 @@ mod tests {
     #[test]
     fn tiering_defaults_from_kernel_tiers() {
         let t = fake_two_node();
+        crate::damon::fake_kdamond_6_12(&t);
         t.set("/proc/1/comm", "init");
         let p = plan_for("[tiering]\ntargets = { pids = [1] }\n", &t).unwrap();
         assert_eq!(p.fast_nodes, vec![0]);
@@ -912,6 +962,42 @@ mod tests {
         assert!(p.uses_damon);
         let e = plan_for("[tiering]\ntargets = { pids = [999999] }\n", &t).unwrap_err();
         assert!(e.to_string().contains("999999"));
+    }
+
+    #[test]
+    fn own_kdamond_schemes_are_checked_against_the_host() {
+        let t = fake_two_node();
+        crate::damon::fake_kdamond_6_12(&t);
+        // tests/vm/guest.sh s5's [damon] table.
+        let p = plan_for(
+            "[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"stat\"\n",
+            &t,
+        )
+        .unwrap();
+        assert!(p.uses_damon);
+        assert_eq!(
+            t.get(&format!("{}/nr_kdamonds", crate::damon::KDAMONDS)),
+            "0"
+        );
+        let migrate = |nid: u32| {
+            plan_for(
+                &format!("[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"migrate_cold\"\ntarget_nid = {nid}\naccess_pattern = {{ max_nr_accesses = 0 }}\n"),
+                &t,
+            )
+        };
+        migrate(1).unwrap();
+        match migrate(3).unwrap_err() {
+            Error::Config(e) => assert_eq!(e.key, "damon.schemes[0].target_nid"),
+            e => panic!("{e}"),
+        }
+        // A goal's nid (6.16+) on this 6.12 tree: a config error (exit code 2).
+        let e = plan_for(
+            "[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"pageout\"\nquotas = { goals = [{ metric = \"node_mem_free_bp\", target_value = 50, nid = 0 }] }\n",
+            &t,
+        )
+        .unwrap_err();
+        assert!(e.is_input_error());
+        assert!(e.to_string().contains("quotas.goals[0].nid"), "{e}");
     }
 
     #[test]
