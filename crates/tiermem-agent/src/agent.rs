@@ -5,9 +5,9 @@
 //! the kdamonds, then loops every `interval` until SIGINT/SIGTERM, and restores every
 //! recorded setting before returning. A failure after the first write restores too.
 
-use crate::config::{AgentConfig, DamonOps, MonitoringAttrs};
+use crate::config::AgentConfig;
 use crate::controller::{Controller, ControllerParams, HostPageOps};
-use crate::damon::{DamonSysfs, KdamondSpec, SchemeConfig};
+use crate::damon::{stat_all, DamonSysfs, KdamondSpec};
 use crate::fs::HostFs;
 use crate::metrics::{self, MetricsInput, Snapshot};
 use crate::plan::{self, Plan};
@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use tiermem_core::damon::{MonitoringAttrs, OpsKind};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -54,12 +55,12 @@ pub struct RunOptions {
 pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, usize)>) {
     let mut specs = Vec::new();
     if let Some(d) = &cfg.damon {
-        let pids = if d.ops == DamonOps::Vaddr {
+        let pids = if d.ops == OpsKind::Vaddr {
             plan::resolve_targets(fs, &d.targets)
         } else {
             Vec::new()
         };
-        if d.ops == DamonOps::Paddr || !pids.is_empty() {
+        if d.ops == OpsKind::Paddr || !pids.is_empty() {
             specs.push(KdamondSpec {
                 purpose: "own".into(),
                 ops: d.ops,
@@ -72,33 +73,12 @@ pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, us
     if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
         let pids = plan::resolve_targets(fs, &p.targets);
         if !pids.is_empty() {
-            let aggr = p.attrs.aggr_us.max(1);
-            let scheme = SchemeConfig {
-                action: "pageout".into(),
-                min_nr_accesses: 0,
-                max_nr_accesses: Some(0),
-                min_age: (p.min_age.as_us()).div_ceil(aggr),
-                quota_bytes: p.quota,
-                quota_reset_interval_ms: p.quota_reset_interval_ms,
-                // DAMON_RECLAIM's fixed weights: the oldest cold regions first.
-                weight_age_permil: 1,
-                wmarks_metric: "free_mem_rate".into(),
-                wmarks_interval_us: 5_000_000,
-                wmarks_high: p.wmarks_high,
-                wmarks_mid: p.wmarks_mid,
-                wmarks_low: p.wmarks_low,
-                ..SchemeConfig::stat_all()
-            };
-            let scheme = SchemeConfig {
-                min_size: tiermem_core::units::Bytes(4096),
-                ..scheme
-            };
             specs.push(KdamondSpec {
                 purpose: "reclaim".into(),
-                ops: DamonOps::Vaddr,
+                ops: OpsKind::Vaddr,
                 attrs: p.attrs.clone(),
                 pids,
-                schemes: vec![scheme],
+                schemes: vec![p.scheme()],
             });
         }
     }
@@ -108,10 +88,10 @@ pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, us
             tiering.push((pid, specs.len()));
             specs.push(KdamondSpec {
                 purpose: format!("tiering-{pid}"),
-                ops: DamonOps::Vaddr,
+                ops: OpsKind::Vaddr,
                 attrs: t.attrs.clone(),
                 pids: vec![pid],
-                schemes: vec![SchemeConfig::stat_all()],
+                schemes: vec![stat_all()],
             });
         }
     }
@@ -432,8 +412,9 @@ mod tests {
         let (specs, k) = layout(&cfg, &t.fs());
         assert_eq!(specs.len(), 3);
         assert_eq!(specs[0].purpose, "reclaim");
-        assert_eq!(specs[0].schemes[0].action, "pageout");
-        assert_eq!(specs[0].schemes[0].min_age, 20, "2 s at 100 ms aggregation");
+        let s = &specs[0].schemes[0];
+        assert_eq!(s.action, tiermem_core::damon::DamosAction::Pageout);
+        assert_eq!(s.access_pattern.min_age, 20, "2 s at 100 ms aggregation");
         assert_eq!(k, vec![(100, 1), (101, 2)]);
     }
 }

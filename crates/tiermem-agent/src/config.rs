@@ -5,11 +5,15 @@
 //! the kernel's units where the kernel file has one (`_ms`, `_us`, `_mbps`, permil), and
 //! tiermem's size/duration strings (`"64MiB"`, `"5s"`) elsewhere.
 
-use crate::damon::SchemeConfig;
+use crate::damon::ConfiguredKdamond;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use tiermem_core::units::{Bytes, SimDuration};
+use tiermem_core::damon::{
+    AccessPattern, DamosAction, MonitoringAttrs, OpsKind, QuotaConfig, QuotaWeights, SchemeConfig,
+    Watermarks, WmarkMetric,
+};
+use tiermem_core::units::{Bytes, SimDuration, PAGE_SIZE};
 use tiermem_core::ConfigError;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -169,66 +173,19 @@ impl TargetSelector {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DamonOps {
-    Vaddr,
-    Paddr,
-}
-
-/// DAMON monitoring attributes (`monitoring_attrs/`), kernel defaults.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct MonitoringAttrs {
-    #[serde(default = "d_sample")]
-    pub sample_us: u64,
-    #[serde(default = "d_aggr")]
-    pub aggr_us: u64,
-    #[serde(default = "d_update")]
-    pub update_us: u64,
-    #[serde(default = "d_min_regions")]
-    pub min_nr_regions: u64,
-    #[serde(default = "d_max_regions")]
-    pub max_nr_regions: u64,
-}
-
-fn d_sample() -> u64 {
-    5_000
-}
-fn d_aggr() -> u64 {
-    100_000
-}
-fn d_update() -> u64 {
-    1_000_000
-}
-fn d_min_regions() -> u64 {
-    10
-}
-fn d_max_regions() -> u64 {
-    1000
-}
-
-impl Default for MonitoringAttrs {
-    fn default() -> Self {
-        MonitoringAttrs {
-            sample_us: d_sample(),
-            aggr_us: d_aggr(),
-            update_us: d_update(),
-            min_nr_regions: d_min_regions(),
-            max_nr_regions: d_max_regions(),
-        }
-    }
-}
-
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DamonConfig {
-    pub ops: DamonOps,
+    pub ops: OpsKind,
     /// Required for `vaddr`, refused for `paddr`.
     #[serde(default)]
     pub targets: TargetSelector,
+    /// `tiermem-core`'s monitoring attributes (`damon_new_ctx` defaults), as the
+    /// simulator's `[kernel.damon.contexts.attrs]`.
     #[serde(default)]
     pub attrs: MonitoringAttrs,
+    /// `tiermem-core`'s DAMOS schemes: a table here is written exactly like a simulator
+    /// `[[kernel.damon.contexts.schemes]]` table.
     #[serde(default)]
     pub schemes: Vec<SchemeConfig>,
 }
@@ -368,6 +325,42 @@ fn d_wl() -> u64 {
     200
 }
 
+impl ProcessReclaim {
+    /// The DAMOS scheme: DAMON_RECLAIM's shape (`mm/damon/reclaim.c`) on the targets'
+    /// address spaces: `pageout` of regions of at least a page with no access for
+    /// `min_age`, oldest first, under the size quota, while free memory is below the
+    /// high watermark.
+    pub fn scheme(&self) -> SchemeConfig {
+        let aggr = self.attrs.aggr_us.max(1);
+        SchemeConfig {
+            access_pattern: AccessPattern {
+                min_sz: PAGE_SIZE,
+                max_nr_accesses: 0,
+                min_age: self.min_age.as_us().div_ceil(aggr).min(u32::MAX as u64) as u32,
+                ..AccessPattern::default()
+            },
+            quotas: QuotaConfig {
+                sz: self.quota.0,
+                reset_interval_ms: self.quota_reset_interval_ms,
+                // DAMON_RECLAIM's fixed weights: the oldest cold regions first.
+                weights: QuotaWeights {
+                    age_permil: 1,
+                    ..QuotaWeights::default()
+                },
+                ..QuotaConfig::default()
+            },
+            watermarks: Watermarks {
+                metric: WmarkMetric::FreeMemRate,
+                interval_us: 5_000_000,
+                high: self.wmarks_high,
+                mid: self.wmarks_mid,
+                low: self.wmarks_low,
+            },
+            ..SchemeConfig::new(DamosAction::Pageout)
+        }
+    }
+}
+
 impl AgentConfig {
     /// Parse TOML text; errors name the file and dotted key.
     pub fn from_toml_str(text: &str, file: &str) -> Result<AgentConfig, ConfigError> {
@@ -398,6 +391,42 @@ impl AgentConfig {
         self.damon.is_some()
             || self.tiering.is_some()
             || self.reclaim.as_ref().is_some_and(|r| r.processes.is_some())
+    }
+
+    /// The kdamonds the config asks for, before targets are resolved (one per table; the
+    /// agent runs one tiering kdamond per target process, all alike).
+    pub fn kdamonds(&self) -> Vec<ConfiguredKdamond> {
+        let mut v = Vec::new();
+        if let Some(d) = &self.damon {
+            v.push(ConfiguredKdamond {
+                key: "damon".into(),
+                ops: d.ops,
+                attrs: d.attrs.clone(),
+                schemes: d
+                    .schemes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (format!("damon.schemes[{i}]"), s.clone()))
+                    .collect(),
+            });
+        }
+        if let Some(p) = self.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
+            v.push(ConfiguredKdamond {
+                key: "reclaim.processes".into(),
+                ops: OpsKind::Vaddr,
+                attrs: p.attrs.clone(),
+                schemes: vec![("reclaim.processes".into(), p.scheme())],
+            });
+        }
+        if let Some(t) = &self.tiering {
+            v.push(ConfiguredKdamond {
+                key: "tiering".into(),
+                ops: OpsKind::Vaddr,
+                attrs: t.attrs.clone(),
+                schemes: vec![("tiering".into(), crate::damon::stat_all())],
+            });
+        }
+        v
     }
 
     /// Checks that need no host: ranges and conflicts between settings.
@@ -504,10 +533,10 @@ impl AgentConfig {
         if let Some(d) = &self.damon {
             check_attrs(&d.attrs, "damon.attrs")?;
             match d.ops {
-                DamonOps::Vaddr if d.targets.is_empty() => {
+                OpsKind::Vaddr if d.targets.is_empty() => {
                     return Err(bad("damon.targets", "vaddr monitoring needs targets"))
                 }
-                DamonOps::Paddr if !d.targets.is_empty() => {
+                OpsKind::Paddr if !d.targets.is_empty() => {
                     return Err(bad(
                         "damon.targets",
                         "paddr monitors physical memory: no targets",
@@ -522,11 +551,17 @@ impl AgentConfig {
                 ));
             }
             for (i, s) in d.schemes.iter().enumerate() {
-                s.validate(&format!("damon.schemes[{i}]"), d.ops)?;
+                crate::damon::validate_scheme(s, &format!("damon.schemes[{i}]"), d.ops)?;
             }
         }
         if let Some(t) = &self.tiering {
             check_attrs(&t.attrs, "tiering.attrs")?;
+            if t.attrs.intervals_goal.aggrs > 0 {
+                return Err(bad(
+                    "tiering.attrs.intervals_goal",
+                    "the controller's hotness threshold assumes fixed sampling and aggregation intervals: no interval auto-tuning",
+                ));
+            }
             if t.targets.is_empty() {
                 return Err(bad(
                     "tiering.targets",
@@ -622,19 +657,15 @@ impl AgentConfig {
 }
 
 fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigError> {
-    if a.sample_us == 0 || a.aggr_us < a.sample_us {
+    if a.sample_us == 0 {
+        // The kernel takes 0 (sample as fast as possible); the agent's loop and the
+        // controller's nr_accesses scale need a real interval.
         return Err(ConfigError::invalid(
-            format!("{key}.aggr_us"),
-            "need 0 < sample_us <= aggr_us",
+            format!("{key}.sample_us"),
+            "must be positive",
         ));
     }
-    if a.min_nr_regions < 3 || a.max_nr_regions < a.min_nr_regions {
-        return Err(ConfigError::invalid(
-            format!("{key}.min_nr_regions"),
-            "need 3 <= min_nr_regions <= max_nr_regions (damon_set_attrs)",
-        ));
-    }
-    Ok(())
+    a.validate().map_err(|m| ConfigError::invalid(key, m))
 }
 
 /// Parse a `*` glob against a command name.
@@ -731,6 +762,72 @@ mod tests {
         .unwrap();
         let c = parse(&text).unwrap();
         assert!(c.tiering.is_some() && c.ksm.is_some() && c.damon.is_some());
+    }
+
+    #[test]
+    fn damon_tables_are_the_core_vocabulary() {
+        // tests/vm/guest.sh s5's table: a stat scheme over everything, default attributes.
+        let c = parse("[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"stat\"\n").unwrap();
+        let d = c.damon.unwrap();
+        assert_eq!(d.attrs, MonitoringAttrs::default());
+        assert_eq!(
+            (d.attrs.sample_us, d.attrs.aggr_us, d.attrs.update_us),
+            (5000, 100_000, 60_000_000),
+            "damon_new_ctx's defaults"
+        );
+        assert_eq!(d.schemes, vec![SchemeConfig::new(DamosAction::Stat)]);
+        // Unknown keys in nested tables name the file, the dotted key and the line.
+        let e = parse(
+            "[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"pageout\"\nquotas = { ms = 10, bytes = 4096 }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "damon.schemes[0].quotas.bytes");
+        let s = e.to_string();
+        assert!(s.contains("t.toml") && s.contains("line 5"), "{s}");
+        let e = parse("[damon]\nops = \"paddr\"\nattrs = { sample_us = 1000 }\n[[damon.schemes]]\naction = \"stat\"\nfilters = [{ type = \"young\", matchng = true }]\n")
+            .unwrap_err();
+        assert_eq!(e.key, "damon.schemes[0].filters[0].matchng");
+        // The old flat keys are refused, naming the key.
+        let e = parse(
+            "[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"pageout\"\nquota_ms = 10\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "damon.schemes[0].quota_ms");
+        // Checks: core's (pattern bounds), the agent's (action per ops, memcg by path).
+        let e = parse("[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"pageout\"\naccess_pattern = { min_age = 9, max_age = 3 }\n")
+            .unwrap_err();
+        assert_eq!(e.key, "damon.schemes[0]");
+        let e = parse("[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"willneed\"\n")
+            .unwrap_err();
+        assert_eq!(e.key, "damon.schemes[0].action");
+        let e = parse("[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"migrate_hot\"\n")
+            .unwrap_err();
+        assert!(e.message.contains("target_nid"), "{e}");
+    }
+
+    #[test]
+    fn process_reclaim_is_damon_reclaims_scheme() {
+        let c = parse(
+            "[reclaim.processes]\ntargets = { pids = [1] }\nmin_age = \"2s\"\nquota = \"64MiB\"\n",
+        )
+        .unwrap();
+        let s = c.reclaim.unwrap().processes.unwrap().scheme();
+        assert_eq!(s.action, DamosAction::Pageout);
+        assert_eq!(
+            (
+                s.access_pattern.min_sz,
+                s.access_pattern.max_nr_accesses,
+                s.access_pattern.min_age
+            ),
+            (4096, 0, 20)
+        );
+        assert_eq!((s.quotas.sz, s.quotas.reset_interval_ms), (64 << 20, 1000));
+        assert_eq!(s.quotas.weights.age_permil, 1);
+        assert_eq!(s.watermarks.metric, WmarkMetric::FreeMemRate);
+        assert_eq!(
+            (s.watermarks.high, s.watermarks.mid, s.watermarks.low),
+            (500, 400, 200)
+        );
     }
 
     #[test]

@@ -5,243 +5,344 @@
 //! regions a `stat` scheme tried (`update_schemes_tried_regions`), which is how the agent
 //! monitors a process's address space.
 //!
-//! [`SchemeConfig`] is the agent's DAMOS scheme vocabulary (pattern, action, quota,
-//! weights, watermarks, as in kernel-mechanisms §5.1–5.8). It is a small module of its
-//! own so the shared DAMOS types of `tiermem-core` can replace it when they land; the
-//! sysfs writer only needs [`SchemeConfig::sysfs_files`].
+//! Schemes and monitoring attributes are `tiermem-core`'s DAMON vocabulary
+//! ([`SchemeConfig`], [`MonitoringAttrs`]), the one the simulator's
+//! `[[kernel.damon.contexts.schemes]]` uses: an agent `[[damon.schemes]]` table is written
+//! the same way. [`scheme_files`] and [`attrs_files`] translate them to the sysfs files of
+//! Linux 6.12; [`DamonSysfs::check_support`] refuses, before anything is written, a setting
+//! whose file (or name) the running kernel lacks.
 //!
 //! Limitation: a scheme's `tried_regions` do not say which target a region belongs to,
 //! so monitoring uses one kdamond per monitored process.
 
-use crate::config::{DamonOps, MonitoringAttrs};
 use crate::fs::HostFs;
 use crate::Error;
-use serde::Deserialize;
-use tiermem_core::units::Bytes;
+use serde::Serialize;
+use tiermem_core::damon::{DamosAction, FilterType, MonitoringAttrs, OpsKind, SchemeConfig};
 use tiermem_core::ConfigError;
 
 pub const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
 
-/// DAMOS actions (`damos_action` names in sysfs-schemes.c) and the ops that implement them.
-pub const ACTIONS: [(&str, bool, bool); 10] = [
-    // (name, vaddr, paddr)
-    ("willneed", true, false),
-    ("cold", true, true),
-    ("pageout", true, true),
-    ("hugepage", true, false),
-    ("nohugepage", true, false),
-    ("lru_prio", false, true),
-    ("lru_deprio", false, true),
-    ("migrate_hot", false, true),
-    ("migrate_cold", false, true),
-    ("stat", true, true),
-];
-
-/// One DAMOS scheme, kernel defaults where a field is omitted.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct SchemeConfig {
-    pub action: String,
-    /// Destination node of `migrate_hot`/`migrate_cold` (6.11+).
-    #[serde(default)]
-    pub target_nid: Option<u32>,
-    /// Region size range. Default 4KiB (PAGE_SIZE) .. unlimited.
-    #[serde(default = "d_min_size")]
-    pub min_size: Bytes,
-    #[serde(default)]
-    pub max_size: Option<Bytes>,
-    /// `nr_accesses` range (samples per aggregation interval).
-    #[serde(default)]
-    pub min_nr_accesses: u64,
-    #[serde(default)]
-    pub max_nr_accesses: Option<u64>,
-    /// Age range, in aggregation intervals.
-    #[serde(default)]
-    pub min_age: u64,
-    #[serde(default)]
-    pub max_age: Option<u64>,
-    /// Quotas (0 = none): time, size, charge window.
-    #[serde(default)]
-    pub quota_ms: u64,
-    #[serde(default)]
-    pub quota_bytes: Bytes,
-    #[serde(default)]
-    pub quota_reset_interval_ms: u64,
-    /// Prioritisation weights (permil).
-    #[serde(default)]
-    pub weight_sz_permil: u64,
-    #[serde(default)]
-    pub weight_nr_accesses_permil: u64,
-    #[serde(default)]
-    pub weight_age_permil: u64,
-    /// Watermarks: `none` or `free_mem_rate` (permil of free memory).
-    #[serde(default = "d_metric")]
-    pub wmarks_metric: String,
-    #[serde(default)]
-    pub wmarks_interval_us: u64,
-    #[serde(default)]
-    pub wmarks_high: u64,
-    #[serde(default)]
-    pub wmarks_mid: u64,
-    #[serde(default)]
-    pub wmarks_low: u64,
-    /// Apply interval (0 = the aggregation interval; 6.7+).
-    #[serde(default)]
-    pub apply_interval_us: u64,
+/// Which operations set implements each DAMOS action in the kernel the agent targets
+/// (6.12: `damon_va_apply_scheme`, `damon_pa_apply_scheme`); elsewhere the action applies
+/// nothing, so the agent refuses it. (paddr has no `cold`; vaddr migration came in 6.16.)
+pub fn ops_support(ops: OpsKind, action: DamosAction) -> bool {
+    use DamosAction::*;
+    match ops {
+        OpsKind::Vaddr => matches!(
+            action,
+            Willneed | Cold | Pageout | Hugepage | Nohugepage | Stat
+        ),
+        OpsKind::Paddr => matches!(
+            action,
+            Pageout | LruPrio | LruDeprio | MigrateHot | MigrateCold | Stat
+        ),
+    }
 }
 
-fn d_min_size() -> Bytes {
-    Bytes(4096)
-}
-fn d_metric() -> String {
-    "none".into()
+/// The name a vocabulary value has in TOML, which is also its name in DAMON sysfs
+/// (`pageout`, `free_mem_rate`, `some_mem_psi_us`, `young`, `paddr`).
+pub fn sysfs_name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => panic!("not a unit enum: {other:?}"),
+    }
 }
 
-impl SchemeConfig {
-    /// A `stat` scheme over every region: the monitoring probe.
-    pub fn stat_all() -> Self {
-        SchemeConfig {
-            action: "stat".into(),
-            target_nid: None,
-            min_size: Bytes(0),
-            max_size: None,
-            min_nr_accesses: 0,
-            max_nr_accesses: None,
-            min_age: 0,
-            max_age: None,
-            quota_ms: 0,
-            quota_bytes: Bytes(0),
-            quota_reset_interval_ms: 0,
-            weight_sz_permil: 0,
-            weight_nr_accesses_permil: 0,
-            weight_age_permil: 0,
-            wmarks_metric: "none".into(),
-            wmarks_interval_us: 0,
-            wmarks_high: 0,
-            wmarks_mid: 0,
-            wmarks_low: 0,
-            apply_interval_us: 0,
+/// Check one scheme of the agent's config (no host needed): `tiermem-core`'s validation
+/// (pattern bounds, `target_nid` for the migrate actions, watermark order, goal and filter
+/// arguments), then what only a live host adds: the action must do something with `ops`,
+/// and a memcg filter names its cgroup by path. Node ids are checked against the host in
+/// the plan.
+pub fn validate_scheme(s: &SchemeConfig, key: &str, ops: OpsKind) -> Result<(), ConfigError> {
+    s.validate(usize::MAX)
+        .map_err(|m| ConfigError::invalid(key, m))?;
+    if !ops_support(ops, s.action) {
+        return Err(ConfigError::invalid(
+            format!("{key}.action"),
+            format!(
+                "{} is not implemented by {} operations (it would apply nothing)",
+                s.action.name(),
+                sysfs_name(&ops)
+            ),
+        ));
+    }
+    for (i, f) in s.filters.iter().enumerate() {
+        if f.memcg.is_some() {
+            return Err(ConfigError::invalid(
+                format!("{key}.filters[{i}].memcg"),
+                "memcg is the simulator's workload index; on a live host name the cgroup with memcg_path",
+            ));
+        }
+        if f.kind == FilterType::Memcg && f.memcg_path.is_none() {
+            return Err(ConfigError::invalid(
+                format!("{key}.filters[{i}].memcg_path"),
+                "a memcg filter needs memcg_path (the cgroup's path below the cgroup2 mount)",
+            ));
         }
     }
+    Ok(())
+}
 
-    pub fn validate(&self, key: &str, ops: DamonOps) -> Result<(), ConfigError> {
-        let bad = |f: &str, m: String| ConfigError::invalid(format!("{key}.{f}"), m);
-        let Some(&(_, v, p)) = ACTIONS.iter().find(|a| a.0 == self.action) else {
-            let names: Vec<&str> = ACTIONS.iter().map(|a| a.0).collect();
-            return Err(bad(
-                "action",
-                format!(
-                    "unknown action {:?}; one of {}",
-                    self.action,
-                    names.join(", ")
-                ),
+/// One DAMON sysfs file a setting goes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SysfsFile {
+    /// Path under `schemes/<S>/` (schemes) or `contexts/0/` (attributes).
+    pub path: String,
+    pub value: String,
+    /// The config key the value comes from, relative to the scheme or `attrs` table
+    /// (`quotas.goals[1].metric`).
+    pub key: String,
+    /// The value is a name the kernel looks up (action, metric, type): a kernel that
+    /// lacks it refuses the write with EINVAL.
+    pub is_name: bool,
+}
+
+fn file(path: impl Into<String>, value: impl ToString, key: impl Into<String>) -> SysfsFile {
+    SysfsFile {
+        path: path.into(),
+        value: value.to_string(),
+        key: key.into(),
+        is_name: false,
+    }
+}
+
+fn name(path: impl Into<String>, value: String, key: impl Into<String>) -> SysfsFile {
+    SysfsFile {
+        is_name: true,
+        ..file(path, value, key)
+    }
+}
+
+/// Monitoring attributes as files under `contexts/0/` (`intervals_goal`, 6.15+, only when
+/// auto-tuning is on).
+pub fn attrs_files(a: &MonitoringAttrs) -> Vec<SysfsFile> {
+    let iv = "monitoring_attrs/intervals";
+    let mut v = vec![
+        file(format!("{iv}/sample_us"), a.sample_us, "sample_us"),
+        file(format!("{iv}/aggr_us"), a.aggr_us, "aggr_us"),
+        file(format!("{iv}/update_us"), a.update_us, "update_us"),
+        file(
+            "monitoring_attrs/nr_regions/max",
+            a.max_nr_regions,
+            "max_nr_regions",
+        ),
+        file(
+            "monitoring_attrs/nr_regions/min",
+            a.min_nr_regions,
+            "min_nr_regions",
+        ),
+    ];
+    let g = &a.intervals_goal;
+    if g.aggrs > 0 {
+        let d = format!("{iv}/intervals_goal");
+        v.extend([
+            file(
+                format!("{d}/access_bp"),
+                g.access_bp,
+                "intervals_goal.access_bp",
+            ),
+            file(format!("{d}/aggrs"), g.aggrs, "intervals_goal.aggrs"),
+            file(
+                format!("{d}/min_sample_us"),
+                g.min_sample_us,
+                "intervals_goal.min_sample_us",
+            ),
+            file(
+                format!("{d}/max_sample_us"),
+                g.max_sample_us,
+                "intervals_goal.max_sample_us",
+            ),
+        ]);
+    }
+    v
+}
+
+/// A scheme as files under `schemes/<S>/`, in write order (each `nr_*` file before the
+/// directories it creates). Optional files are written only when the config sets them
+/// (goals, filters, `allow = true`, a goal's `nid`, `target_nid`, a non-zero
+/// `apply_interval_us`), so a kernel without them is refused only when they are used.
+pub fn scheme_files(s: &SchemeConfig) -> Vec<SysfsFile> {
+    let p = &s.access_pattern;
+    let q = &s.quotas;
+    let w = &s.watermarks;
+    let ap = "access_pattern";
+    let mut v = vec![
+        name("action", s.action.name().to_string(), "action"),
+        file(format!("{ap}/sz/min"), p.min_sz, "access_pattern.min_sz"),
+        file(format!("{ap}/sz/max"), p.max_sz, "access_pattern.max_sz"),
+        file(
+            format!("{ap}/nr_accesses/min"),
+            p.min_nr_accesses,
+            "access_pattern.min_nr_accesses",
+        ),
+        file(
+            format!("{ap}/nr_accesses/max"),
+            p.max_nr_accesses,
+            "access_pattern.max_nr_accesses",
+        ),
+        file(format!("{ap}/age/min"), p.min_age, "access_pattern.min_age"),
+        file(format!("{ap}/age/max"), p.max_age, "access_pattern.max_age"),
+        file("quotas/ms", q.ms, "quotas.ms"),
+        file("quotas/bytes", q.sz, "quotas.sz"),
+        file(
+            "quotas/reset_interval_ms",
+            q.reset_interval_ms,
+            "quotas.reset_interval_ms",
+        ),
+        file(
+            "quotas/weights/sz_permil",
+            q.weights.sz_permil,
+            "quotas.weights.sz_permil",
+        ),
+        file(
+            "quotas/weights/nr_accesses_permil",
+            q.weights.nr_accesses_permil,
+            "quotas.weights.nr_accesses_permil",
+        ),
+        file(
+            "quotas/weights/age_permil",
+            q.weights.age_permil,
+            "quotas.weights.age_permil",
+        ),
+    ];
+    if !q.goals.is_empty() {
+        v.push(file("quotas/goals/nr_goals", q.goals.len(), "quotas.goals"));
+        for (i, g) in q.goals.iter().enumerate() {
+            let d = format!("quotas/goals/{i}");
+            let k = format!("quotas.goals[{i}]");
+            v.push(name(
+                format!("{d}/target_metric"),
+                sysfs_name(&g.metric),
+                format!("{k}.metric"),
             ));
-        };
-        let ok = match ops {
-            DamonOps::Vaddr => v,
-            DamonOps::Paddr => p,
-        };
-        if !ok {
-            return Err(bad(
-                "action",
-                format!("{} is not supported by {:?} operations", self.action, ops),
+            v.push(file(
+                format!("{d}/target_value"),
+                g.target_value,
+                format!("{k}.target_value"),
             ));
-        }
-        if self.action.starts_with("migrate_") != self.target_nid.is_some() {
-            return Err(bad(
-                "target_nid",
-                "migrate_hot/migrate_cold need target_nid; other actions take none".into(),
+            v.push(file(
+                format!("{d}/current_value"),
+                g.current_value,
+                format!("{k}.current_value"),
             ));
+            if let Some(n) = g.nid {
+                v.push(file(format!("{d}/nid"), n.0, format!("{k}.nid")));
+            }
         }
-        if matches!(self.max_size, Some(m) if m.0 < self.min_size.0) {
-            return Err(bad("max_size", "below min_size".into()));
-        }
-        if matches!(self.max_nr_accesses, Some(m) if m < self.min_nr_accesses) {
-            return Err(bad("max_nr_accesses", "below min_nr_accesses".into()));
-        }
-        if matches!(self.max_age, Some(m) if m < self.min_age) {
-            return Err(bad("max_age", "below min_age".into()));
-        }
-        match self.wmarks_metric.as_str() {
-            "none" => {}
-            "free_mem_rate" => {
-                if !(self.wmarks_high >= self.wmarks_mid
-                    && self.wmarks_mid >= self.wmarks_low
-                    && self.wmarks_high <= 1000)
-                {
-                    return Err(bad("wmarks_high", "need 1000 >= high >= mid >= low".into()));
+    }
+    v.extend([
+        name(
+            "watermarks/metric",
+            sysfs_name(&w.metric),
+            "watermarks.metric",
+        ),
+        file(
+            "watermarks/interval_us",
+            w.interval_us,
+            "watermarks.interval_us",
+        ),
+        file("watermarks/high", w.high, "watermarks.high"),
+        file("watermarks/mid", w.mid, "watermarks.mid"),
+        file("watermarks/low", w.low, "watermarks.low"),
+    ]);
+    if !s.filters.is_empty() {
+        v.push(file("filters/nr_filters", s.filters.len(), "filters"));
+        for (i, f) in s.filters.iter().enumerate() {
+            let d = format!("filters/{i}");
+            let k = format!("filters[{i}]");
+            v.push(name(
+                format!("{d}/type"),
+                sysfs_name(&f.kind),
+                format!("{k}.type"),
+            ));
+            let yn = |b: bool| if b { "Y" } else { "N" };
+            v.push(file(
+                format!("{d}/matching"),
+                yn(f.matching),
+                format!("{k}.matching"),
+            ));
+            if f.allow {
+                v.push(file(format!("{d}/allow"), "Y", format!("{k}.allow")));
+            }
+            match f.kind {
+                FilterType::Memcg => {
+                    if let Some(path) = &f.memcg_path {
+                        v.push(file(
+                            format!("{d}/memcg_path"),
+                            path,
+                            format!("{k}.memcg_path"),
+                        ));
+                    }
                 }
-            }
-            m => {
-                return Err(bad(
-                    "wmarks_metric",
-                    format!("{m:?}: use none or free_mem_rate"),
-                ))
+                FilterType::Addr => {
+                    if let Some(r) = f.addr {
+                        v.push(file(
+                            format!("{d}/addr_start"),
+                            r.start,
+                            format!("{k}.addr.start"),
+                        ));
+                        v.push(file(
+                            format!("{d}/addr_end"),
+                            r.end,
+                            format!("{k}.addr.end"),
+                        ));
+                    }
+                }
+                FilterType::Target => {
+                    if let Some(t) = f.target_idx {
+                        // The file is `damon_target_idx` (sysfs-schemes.c), not `target_idx`.
+                        v.push(file(
+                            format!("{d}/damon_target_idx"),
+                            t,
+                            format!("{k}.target_idx"),
+                        ));
+                    }
+                }
+                FilterType::Anon | FilterType::Active | FilterType::Young => {}
             }
         }
-        Ok(())
     }
+    if let Some(n) = s.target_nid {
+        v.push(file("target_nid", n.0, "target_nid"));
+    }
+    if s.apply_interval_us > 0 {
+        v.push(file(
+            "apply_interval_us",
+            s.apply_interval_us,
+            "apply_interval_us",
+        ));
+    }
+    v
+}
 
-    /// The scheme as (relative path, value) writes under `schemes/<S>/`.
-    pub fn sysfs_files(&self) -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> = vec![
-            ("action".into(), self.action.clone()),
-            ("access_pattern/sz/min".into(), self.min_size.0.to_string()),
-            (
-                "access_pattern/sz/max".into(),
-                self.max_size.map(|b| b.0).unwrap_or(u64::MAX).to_string(),
-            ),
-            (
-                "access_pattern/nr_accesses/min".into(),
-                self.min_nr_accesses.to_string(),
-            ),
-            (
-                "access_pattern/nr_accesses/max".into(),
-                self.max_nr_accesses.unwrap_or(u32::MAX as u64).to_string(),
-            ),
-            ("access_pattern/age/min".into(), self.min_age.to_string()),
-            (
-                "access_pattern/age/max".into(),
-                self.max_age.unwrap_or(u32::MAX as u64).to_string(),
-            ),
-            ("quotas/ms".into(), self.quota_ms.to_string()),
-            ("quotas/bytes".into(), self.quota_bytes.0.to_string()),
-            (
-                "quotas/reset_interval_ms".into(),
-                self.quota_reset_interval_ms.to_string(),
-            ),
-            (
-                "quotas/weights/sz_permil".into(),
-                self.weight_sz_permil.to_string(),
-            ),
-            (
-                "quotas/weights/nr_accesses_permil".into(),
-                self.weight_nr_accesses_permil.to_string(),
-            ),
-            (
-                "quotas/weights/age_permil".into(),
-                self.weight_age_permil.to_string(),
-            ),
-            ("watermarks/metric".into(), self.wmarks_metric.clone()),
-            (
-                "watermarks/interval_us".into(),
-                self.wmarks_interval_us.to_string(),
-            ),
-            ("watermarks/high".into(), self.wmarks_high.to_string()),
-            ("watermarks/mid".into(), self.wmarks_mid.to_string()),
-            ("watermarks/low".into(), self.wmarks_low.to_string()),
-        ];
-        if let Some(n) = self.target_nid {
-            v.push(("target_nid".into(), n.to_string()));
+/// Where a scheme file of goal or filter `i` sits in the probe kdamond, which has one
+/// scheme with one goal and one filter: index 0.
+fn probe_path(path: &str) -> String {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    for i in 1..parts.len() {
+        if matches!(parts[i - 1], "goals" | "filters") && parts[i].parse::<u32>().is_ok() {
+            parts[i] = "0";
         }
-        if self.apply_interval_us > 0 {
-            v.push((
-                "apply_interval_us".into(),
-                self.apply_interval_us.to_string(),
-            ));
-        }
-        v
     }
+    parts.join("/")
+}
+
+/// A kdamond as the config describes it, before targets are resolved: what
+/// [`DamonSysfs::check_support`] checks against the running kernel.
+#[derive(Clone, Debug)]
+pub struct ConfiguredKdamond {
+    /// The config table it comes from (`damon`, `tiering`, `reclaim.processes`).
+    pub key: String,
+    pub ops: OpsKind,
+    pub attrs: MonitoringAttrs,
+    /// Each scheme with the config key its errors name (`damon.schemes[0]`).
+    pub schemes: Vec<(String, SchemeConfig)>,
+}
+
+/// A `stat` scheme over every region: the monitoring probe of the tiering controller.
+pub fn stat_all() -> SchemeConfig {
+    SchemeConfig::new(DamosAction::Stat)
 }
 
 /// One kdamond with one context.
@@ -249,7 +350,7 @@ impl SchemeConfig {
 pub struct KdamondSpec {
     /// What it is for (metrics label, logs).
     pub purpose: String,
-    pub ops: DamonOps,
+    pub ops: OpsKind,
     pub attrs: MonitoringAttrs,
     pub pids: Vec<i32>,
     pub schemes: Vec<SchemeConfig>,
@@ -322,39 +423,14 @@ impl DamonSysfs {
     pub fn spec_writes(&self, k: usize, spec: &KdamondSpec) -> Vec<(String, String)> {
         let base = format!("{KDAMONDS}/{k}");
         let c = format!("{base}/contexts/0");
-        let a = &spec.attrs;
         let mut w = vec![
             (format!("{base}/contexts/nr_contexts"), "1".to_string()),
-            (
-                format!("{c}/operations"),
-                match spec.ops {
-                    DamonOps::Vaddr => "vaddr",
-                    DamonOps::Paddr => "paddr",
-                }
-                .to_string(),
-            ),
-            (
-                format!("{c}/monitoring_attrs/intervals/sample_us"),
-                a.sample_us.to_string(),
-            ),
-            (
-                format!("{c}/monitoring_attrs/intervals/aggr_us"),
-                a.aggr_us.to_string(),
-            ),
-            (
-                format!("{c}/monitoring_attrs/intervals/update_us"),
-                a.update_us.to_string(),
-            ),
-            (
-                format!("{c}/monitoring_attrs/nr_regions/max"),
-                a.max_nr_regions.to_string(),
-            ),
-            (
-                format!("{c}/monitoring_attrs/nr_regions/min"),
-                a.min_nr_regions.to_string(),
-            ),
+            (format!("{c}/operations"), sysfs_name(&spec.ops)),
         ];
-        let nr_targets = if spec.ops == DamonOps::Paddr {
+        for f in attrs_files(&spec.attrs) {
+            w.push((format!("{c}/{}", f.path), f.value));
+        }
+        let nr_targets = if spec.ops == OpsKind::Paddr {
             1
         } else {
             spec.pids.len()
@@ -363,7 +439,7 @@ impl DamonSysfs {
         for (i, pid) in spec.pids.iter().enumerate() {
             w.push((format!("{c}/targets/{i}/pid_target"), pid.to_string()));
         }
-        if spec.ops == DamonOps::Paddr {
+        if spec.ops == OpsKind::Paddr {
             // paddr has no default regions through sysfs: monitor the biggest System RAM
             // resource, DAMON_RECLAIM's default (`damon_set_region_biggest_system_ram_default`).
             if let Some((start, end)) = self
@@ -383,8 +459,8 @@ impl DamonSysfs {
             spec.schemes.len().to_string(),
         ));
         for (i, s) in spec.schemes.iter().enumerate() {
-            for (f, v) in s.sysfs_files() {
-                w.push((format!("{c}/schemes/{i}/{f}"), v));
+            for f in scheme_files(s) {
+                w.push((format!("{c}/schemes/{i}/{}", f.path), f.value));
             }
         }
         w
@@ -396,12 +472,8 @@ impl DamonSysfs {
             .write(&format!("{KDAMONDS}/nr_kdamonds"), &specs.len().to_string())?;
         let mut pids = Vec::new();
         for (k, spec) in specs.iter().enumerate() {
+            // check_support has made sure every file exists on this kernel.
             for (path, value) in self.spec_writes(k, spec) {
-                // A scheme file absent on this kernel (e.g. apply_interval_us before 6.7)
-                // is skipped only when it holds its default.
-                if !self.fs.exists(&path) && path.ends_with("apply_interval_us") {
-                    continue;
-                }
                 self.fs.write(&path, &value)?;
             }
             self.fs.write(&format!("{KDAMONDS}/{k}/state"), "on")?;
@@ -413,6 +485,91 @@ impl DamonSysfs {
             );
         }
         Ok(pids)
+    }
+
+    /// Check, before anything is written, that the running kernel's DAMON sysfs has a file
+    /// for every setting of `kdamonds` and accepts every name (action, goal metric, filter
+    /// type, watermark metric, operations); a missing one is a config error naming the key.
+    ///
+    /// A scheme's files exist only under a scheme directory, which exists only under a
+    /// kdamond, so this builds one throw-away kdamond (off, no targets: it does nothing)
+    /// with one context, one scheme, one goal and one filter, looks, and sets
+    /// `nr_kdamonds` back to 0 whatever happened. Call it only while `nr_kdamonds` is 0.
+    pub fn check_support(&self, kdamonds: &[ConfiguredKdamond]) -> Result<(), Error> {
+        if kdamonds.is_empty() {
+            return Ok(());
+        }
+        let nr = format!("{KDAMONDS}/nr_kdamonds");
+        let ctx = format!("{KDAMONDS}/0/contexts/0");
+        let scheme = format!("{ctx}/schemes/0");
+        let build = || -> Result<(), Error> {
+            self.fs.write(&nr, "1")?;
+            self.fs
+                .write(&format!("{KDAMONDS}/0/contexts/nr_contexts"), "1")?;
+            self.fs.write(&format!("{ctx}/schemes/nr_schemes"), "1")?;
+            for f in ["quotas/goals/nr_goals", "filters/nr_filters"] {
+                let p = format!("{scheme}/{f}");
+                if self.fs.exists(&p) {
+                    self.fs.write(&p, "1")?;
+                }
+            }
+            Ok(())
+        };
+        let release = self
+            .fs
+            .read_opt("/proc/sys/kernel/osrelease")
+            .ok()
+            .flatten()
+            .map(|r| r.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let r = build().and_then(|()| {
+            for kd in kdamonds {
+                self.probe(
+                    &ctx,
+                    &name("operations", sysfs_name(&kd.ops), "ops"),
+                    &kd.key,
+                    &release,
+                )?;
+                for f in attrs_files(&kd.attrs) {
+                    self.probe(&ctx, &f, &format!("{}.attrs", kd.key), &release)?;
+                }
+                for (key, s) in &kd.schemes {
+                    for f in scheme_files(s) {
+                        self.probe(&scheme, &f, key, &release)?;
+                    }
+                }
+            }
+            Ok(())
+        });
+        let reset = self.fs.write(&nr, "0");
+        r.and(reset)
+    }
+
+    fn probe(&self, dir: &str, f: &SysfsFile, key: &str, release: &str) -> Result<(), Error> {
+        let rel = probe_path(&f.path);
+        let path = format!("{dir}/{rel}");
+        let shown = rel
+            .replace("goals/0/", "goals/<N>/")
+            .replace("filters/0/", "filters/<N>/");
+        let key = format!("{key}.{}", f.key);
+        if !self.fs.exists(&path) {
+            return Err(Error::Config(ConfigError::invalid(
+                key,
+                format!("the running kernel ({release}) has no DAMON sysfs file `{shown}` for this setting (it needs a newer kernel)"),
+            )));
+        }
+        if f.is_name {
+            if let Err(e) = self.fs.write(&path, &f.value) {
+                return Err(Error::Config(ConfigError::invalid(
+                    key,
+                    format!(
+                        "the running kernel ({release}) does not accept {:?} in `{shown}` ({e})",
+                        f.value
+                    ),
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Turn every kdamond off and set `nr_kdamonds` back to `nr`.
@@ -475,19 +632,254 @@ impl DamonSysfs {
     }
 }
 
+/// A fake DAMON sysfs with the files of one Linux 6.12 kdamond (one context, one scheme,
+/// one goal, one filter): what [`DamonSysfs::check_support`] finds on that kernel.
+#[cfg(test)]
+pub(crate) fn fake_kdamond_6_12(t: &crate::fs::fake::FakeTree) {
+    let k = format!("{KDAMONDS}/0");
+    let c = format!("{k}/contexts/0");
+    let s = format!("{c}/schemes/0");
+    let mut files = vec![
+        format!("{KDAMONDS}/nr_kdamonds"),
+        format!("{k}/state"),
+        format!("{k}/pid"),
+        format!("{k}/contexts/nr_contexts"),
+        format!("{c}/operations"),
+        format!("{c}/targets/nr_targets"),
+        format!("{c}/schemes/nr_schemes"),
+    ];
+    for f in ["sample_us", "aggr_us", "update_us"] {
+        files.push(format!("{c}/monitoring_attrs/intervals/{f}"));
+    }
+    for f in ["min", "max"] {
+        files.push(format!("{c}/monitoring_attrs/nr_regions/{f}"));
+        for r in ["sz", "nr_accesses", "age"] {
+            files.push(format!("{s}/access_pattern/{r}/{f}"));
+        }
+    }
+    for f in [
+        "action",
+        "target_nid",
+        "apply_interval_us",
+        "quotas/ms",
+        "quotas/bytes",
+        "quotas/reset_interval_ms",
+        "quotas/effective_bytes",
+        "quotas/weights/sz_permil",
+        "quotas/weights/nr_accesses_permil",
+        "quotas/weights/age_permil",
+        "quotas/goals/nr_goals",
+        "quotas/goals/0/target_metric",
+        "quotas/goals/0/target_value",
+        "quotas/goals/0/current_value",
+        "watermarks/metric",
+        "watermarks/interval_us",
+        "watermarks/high",
+        "watermarks/mid",
+        "watermarks/low",
+        "filters/nr_filters",
+        "filters/0/type",
+        "filters/0/matching",
+        "filters/0/memcg_path",
+        "filters/0/addr_start",
+        "filters/0/addr_end",
+        "filters/0/damon_target_idx",
+    ] {
+        files.push(format!("{s}/{f}"));
+    }
+    for f in files {
+        if !t.fs().exists(&f) {
+            t.set(&f, "0\n");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::AgentConfig;
     use crate::fs::fake::FakeTree;
+    use tiermem_core::config::SimConfig;
+    use tiermem_core::damon::FilterConfig;
 
     fn spec() -> KdamondSpec {
         KdamondSpec {
             purpose: "t".into(),
-            ops: DamonOps::Vaddr,
+            ops: OpsKind::Vaddr,
             attrs: MonitoringAttrs::default(),
             pids: vec![42],
-            schemes: vec![SchemeConfig::stat_all()],
+            schemes: vec![stat_all()],
         }
+    }
+
+    /// One scheme table with every part of the vocabulary Linux 6.12's sysfs has.
+    const SCHEME: &str = r#"action = "migrate_cold"
+target_nid = 1
+apply_interval_us = 1000000
+access_pattern = { min_nr_accesses = 0, max_nr_accesses = 0, min_age = 50 }
+quotas = { ms = 10, sz = 209715200, reset_interval_ms = 1000, weights = { age_permil = 1 }, goals = [{ metric = "some_mem_psi_us", target_value = 1000 }] }
+watermarks = { metric = "free_mem_rate", interval_us = 5000000, high = 500, mid = 400, low = 200 }
+filters = [
+  { type = "young" },
+  { type = "addr", matching = false, addr = { start = 4096, end = 1048576 } },
+  { type = "target", target_idx = 0 },
+]
+"#;
+
+    #[test]
+    fn a_scheme_table_is_the_same_for_the_agent_and_the_simulator() {
+        let agent = AgentConfig::from_toml_str(
+            &format!("[damon]\nops = \"paddr\"\n[[damon.schemes]]\n{SCHEME}"),
+            "agent.toml",
+        )
+        .unwrap();
+        let sim = SimConfig::from_toml_str(
+            &format!(
+                "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\n[[kernel.damon.contexts.schemes]]\n{SCHEME}"
+            ),
+            "sim.toml",
+        )
+        .unwrap();
+        let a = &agent.damon.as_ref().unwrap().schemes;
+        let s = &sim.kernel.damon.contexts[0].schemes;
+        assert_eq!(a, s);
+        assert_eq!(a[0].filters[0].kind, FilterType::Young);
+
+        // The sysfs writes of that scheme, in order.
+        let w: Vec<String> = scheme_files(&a[0])
+            .iter()
+            .map(|f| format!("{}={}", f.path, f.value))
+            .collect();
+        let want = [
+            "action=migrate_cold",
+            "access_pattern/sz/min=0",
+            "access_pattern/sz/max=18446744073709551615",
+            "access_pattern/nr_accesses/min=0",
+            "access_pattern/nr_accesses/max=0",
+            "access_pattern/age/min=50",
+            "access_pattern/age/max=4294967295",
+            "quotas/ms=10",
+            "quotas/bytes=209715200",
+            "quotas/reset_interval_ms=1000",
+            "quotas/weights/sz_permil=0",
+            "quotas/weights/nr_accesses_permil=0",
+            "quotas/weights/age_permil=1",
+            "quotas/goals/nr_goals=1",
+            "quotas/goals/0/target_metric=some_mem_psi_us",
+            "quotas/goals/0/target_value=1000",
+            "quotas/goals/0/current_value=0",
+            "watermarks/metric=free_mem_rate",
+            "watermarks/interval_us=5000000",
+            "watermarks/high=500",
+            "watermarks/mid=400",
+            "watermarks/low=200",
+            "filters/nr_filters=3",
+            "filters/0/type=young",
+            "filters/0/matching=Y",
+            "filters/1/type=addr",
+            "filters/1/matching=N",
+            "filters/1/addr_start=4096",
+            "filters/1/addr_end=1048576",
+            "filters/2/type=target",
+            "filters/2/matching=Y",
+            "filters/2/damon_target_idx=0",
+            "target_nid=1",
+            "apply_interval_us=1000000",
+        ];
+        assert_eq!(w, want);
+
+        // Everything it needs exists on 6.12: the check passes and leaves no kdamond.
+        let t = FakeTree::new().file("/proc/sys/kernel/osrelease", "6.12.117\n");
+        fake_kdamond_6_12(&t);
+        let d = DamonSysfs::new(t.fs());
+        d.check_support(&agent.kdamonds()).unwrap();
+        assert_eq!(t.get(&format!("{KDAMONDS}/nr_kdamonds")), "0");
+        // And start() writes the files under kdamond 0.
+        let spec = KdamondSpec {
+            purpose: "own".into(),
+            ops: OpsKind::Paddr,
+            attrs: MonitoringAttrs::default(),
+            pids: vec![],
+            schemes: a.clone(),
+        };
+        for (p, _) in d.spec_writes(0, &spec) {
+            t.set(&p, "");
+        }
+        d.start(&[spec]).unwrap();
+        let s0 = format!("{KDAMONDS}/0/contexts/0/schemes/0");
+        assert_eq!(t.get(&format!("{s0}/filters/1/addr_end")), "1048576");
+        assert_eq!(
+            t.get(&format!("{s0}/quotas/goals/0/target_metric")),
+            "some_mem_psi_us"
+        );
+        assert_eq!(
+            t.get(&format!(
+                "{KDAMONDS}/0/contexts/0/monitoring_attrs/intervals/update_us"
+            )),
+            "60000000",
+            "damon_new_ctx's default"
+        );
+    }
+
+    #[test]
+    fn what_6_12_lacks_is_refused_naming_the_key() {
+        let t = FakeTree::new().file("/proc/sys/kernel/osrelease", "6.12.117\n");
+        fake_kdamond_6_12(&t);
+        let d = DamonSysfs::new(t.fs());
+        let check = |toml: &str| {
+            let cfg =
+                AgentConfig::from_toml_str(&format!("[damon]\nops = \"paddr\"\n{toml}"), "t.toml")
+                    .unwrap();
+            let r = d.check_support(&cfg.kdamonds());
+            assert_eq!(
+                t.get(&format!("{KDAMONDS}/nr_kdamonds")),
+                "0",
+                "probe undone"
+            );
+            r
+        };
+        let key_of = |e: Error| {
+            assert!(e.is_input_error(), "{e}");
+            match e {
+                Error::Config(c) => (c.key, c.message),
+                _ => unreachable!(),
+            }
+        };
+        // filters/<N>/allow came in 6.14.
+        let (k, m) = key_of(
+            check("[[damon.schemes]]\naction = \"pageout\"\nfilters = [{ type = \"young\", allow = true }]\n")
+                .unwrap_err(),
+        );
+        assert_eq!(k, "damon.schemes[0].filters[0].allow");
+        assert!(
+            m.contains("6.12.117") && m.contains("filters/<N>/allow"),
+            "{m}"
+        );
+        // allow = false is the 6.12 behaviour: nothing to write.
+        check("[[damon.schemes]]\naction = \"pageout\"\nfilters = [{ type = \"young\", allow = false }]\n")
+            .unwrap();
+        // A goal's nid (6.16) and interval auto-tuning (6.15).
+        let (k, _) = key_of(
+            check("[[damon.schemes]]\naction = \"pageout\"\nquotas = { goals = [{ metric = \"node_mem_free_bp\", target_value = 50, nid = 0 }] }\n")
+                .unwrap_err(),
+        );
+        assert_eq!(k, "damon.schemes[0].quotas.goals[0].nid");
+        let (k, _) = key_of(
+            check("attrs = { intervals_goal = { access_bp = 40, aggrs = 3, min_sample_us = 1000, max_sample_us = 10000 } }\n[[damon.schemes]]\naction = \"stat\"\n")
+                .unwrap_err(),
+        );
+        assert_eq!(k, "damon.attrs.intervals_goal.access_bp");
+        // A name the kernel refuses (EINVAL; here the write fails because the file is a
+        // directory) names the key too.
+        let tm = format!("{KDAMONDS}/0/contexts/0/schemes/0/quotas/goals/0/target_metric");
+        std::fs::remove_file(t.fs().path(&tm)).unwrap();
+        std::fs::create_dir(t.fs().path(&tm)).unwrap();
+        let (k, m) = key_of(
+            check("[[damon.schemes]]\naction = \"pageout\"\nquotas = { goals = [{ metric = \"user_input\", target_value = 5 }] }\n")
+                .unwrap_err(),
+        );
+        assert_eq!(k, "damon.schemes[0].quotas.goals[0].metric");
+        assert!(m.contains("\"user_input\""), "{m}");
     }
 
     #[test]
@@ -504,6 +896,9 @@ mod tests {
         assert_eq!(get("targets/0/pid_target").as_deref(), Some("42"));
         assert_eq!(get("schemes/0/action").as_deref(), Some("stat"));
         assert_eq!(get("intervals/sample_us").as_deref(), Some("5000"));
+        // A stat scheme over everything: no goals, filters, target node.
+        assert!(get("nr_goals").is_none() && get("nr_filters").is_none());
+        assert!(get("target_nid").is_none() && get("apply_interval_us").is_none());
         // nr_ files precede the files they create.
         let pos = |s: &str| w.iter().position(|(p, _)| p.ends_with(s)).unwrap();
         assert!(pos("nr_targets") < pos("pid_target"));
@@ -555,7 +950,7 @@ mod tests {
         let t = FakeTree::new().file("/proc/iomem", iomem);
         let d = DamonSysfs::new(t.fs());
         let mut s = spec();
-        s.ops = DamonOps::Paddr;
+        s.ops = OpsKind::Paddr;
         s.pids.clear();
         let w = d.spec_writes(0, &s);
         assert!(w.contains(&(
@@ -566,19 +961,49 @@ mod tests {
 
     #[test]
     fn scheme_validation() {
-        let mut s = SchemeConfig::stat_all();
-        s.action = "pageout".into();
-        assert!(s.validate("k", DamonOps::Vaddr).is_ok());
-        s.action = "lru_prio".into();
-        assert!(s.validate("k", DamonOps::Vaddr).is_err());
-        s.action = "migrate_cold".into();
+        let mut s = SchemeConfig::new(DamosAction::Pageout);
+        assert!(validate_scheme(&s, "k", OpsKind::Vaddr).is_ok());
+        s.action = DamosAction::Cold;
+        assert!(validate_scheme(&s, "k", OpsKind::Vaddr).is_ok());
+        assert!(validate_scheme(&s, "k", OpsKind::Paddr).is_err());
+        s.action = DamosAction::LruPrio;
         assert_eq!(
-            s.validate("k", DamonOps::Paddr).unwrap_err().key,
-            "k.target_nid"
+            validate_scheme(&s, "k", OpsKind::Vaddr).unwrap_err().key,
+            "k.action"
         );
-        s.target_nid = Some(1);
-        assert!(s.validate("k", DamonOps::Paddr).is_ok());
-        s.action = "nope".into();
-        assert!(s.validate("k", DamonOps::Paddr).is_err());
+        s.action = DamosAction::MigrateCold;
+        let e = validate_scheme(&s, "k", OpsKind::Paddr).unwrap_err();
+        assert!(e.message.contains("target_nid"), "{e}");
+        s.target_nid = Some(tiermem_core::units::NodeId(1));
+        assert!(validate_scheme(&s, "k", OpsKind::Paddr).is_ok());
+        s.access_pattern.min_age = 10;
+        s.access_pattern.max_age = 5;
+        assert!(validate_scheme(&s, "k", OpsKind::Paddr).is_err());
+        // memcg filters name a cgroup path on a live host, not a workload index.
+        let mut s = SchemeConfig::new(DamosAction::Pageout);
+        let memcg = |memcg, memcg_path| FilterConfig {
+            kind: FilterType::Memcg,
+            matching: true,
+            allow: false,
+            memcg,
+            memcg_path,
+            addr: None,
+            target_idx: None,
+        };
+        s.filters = vec![memcg(Some(0), None)];
+        assert_eq!(
+            validate_scheme(&s, "k", OpsKind::Paddr).unwrap_err().key,
+            "k.filters[0].memcg"
+        );
+        s.filters = vec![memcg(None, Some("/batch.slice".into()))];
+        validate_scheme(&s, "k", OpsKind::Paddr).unwrap();
+        let f: Vec<String> = scheme_files(&s)
+            .iter()
+            .map(|f| format!("{}={}", f.path, f.value))
+            .collect();
+        assert!(
+            f.contains(&"filters/0/memcg_path=/batch.slice".to_string()),
+            "{f:?}"
+        );
     }
 }

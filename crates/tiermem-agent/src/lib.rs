@@ -11,17 +11,18 @@
 //! * [`config`]: the agent's TOML config (strict: unknown keys are errors naming the key);
 //! * [`plan`]: validate everything, then produce the list of writes (all-or-nothing);
 //! * [`state`]: the state file (each original value recorded before it is changed) and restore;
-//! * [`weights`]: weighted-interleave weights from bandwidth (`reduce_interleave_weights`) and
-//!   the bandwidth probe;
+//! * [`weights`]: the per-node bandwidth probe (the weights derived from bandwidth are
+//!   `tiermem_core::interleave::reduce_interleave_weights`, the kernel's `auto` reduction);
 //! * [`damon`]: the DAMON sysfs driver (own kdamond, schemes, tried regions);
 //! * [`controller`]: the user-space promotion/demotion controller (pure decisions) and
 //!   [`sys`]: the syscalls it and `tiermem exec` use;
 //! * [`agent`]: the run loop, signals, metrics endpoint.
 //!
 //! ```
-//! use tiermem_agent::weights::reduce_interleave_weights;
-//! // DRAM 200 GB/s, CXL 64 GB/s: the kernel's auto weights are 24:7.
-//! assert_eq!(reduce_interleave_weights(&[200_000, 64_000]), vec![24, 7]);
+//! // `weighted_interleave.source = "hmat"`: DRAM 200 GB/s, CXL 64 GB/s (access1, MB/s)
+//! // give the kernel's auto weights 24:7.
+//! use tiermem_core::interleave::reduce_interleave_weights;
+//! assert_eq!(reduce_interleave_weights(&[200_000, 64_000], &[true, true]), vec![24, 7]);
 //! ```
 
 pub mod agent;

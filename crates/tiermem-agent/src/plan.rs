@@ -13,6 +13,7 @@ use crate::state::{ksm_set_merge_across_nodes, Saved, StateRecorder};
 use crate::weights;
 use crate::Error;
 use std::collections::BTreeMap;
+use tiermem_core::interleave::{node_perf_mbps, reduce_interleave_weights};
 
 /// One change to the kernel.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,7 +132,7 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                 m
             }
             WeightSource::Hmat => {
-                let mut bw = Vec::new();
+                let mut bw = BTreeMap::new();
                 for &n in &mem_nodes {
                     let node = h.nodes.iter().find(|x| x.id == n).expect("node listed");
                     let a = node.access1.as_ref().filter(|a| {
@@ -148,36 +149,25 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                             "use source = \"probe\" or \"given\"",
                         ));
                     };
-                    bw.push(weights::node_bandwidth(
-                        a.read_bandwidth_mbps.unwrap(),
-                        a.write_bandwidth_mbps.unwrap(),
-                    ));
+                    // access1 reports MB/s; node_perf_mbps takes bytes/s and returns
+                    // min(read, write) in MB/s, as mempolicy_set_node_perf does.
+                    let mbps = |v: Option<u64>| v.unwrap_or(0) as f64 * 1e6;
+                    bw.insert(
+                        n,
+                        node_perf_mbps(mbps(a.read_bandwidth_mbps), mbps(a.write_bandwidth_mbps)),
+                    );
                 }
-                let w = weights::reduce_interleave_weights(&bw);
-                b.plan
-                    .notes
-                    .push(format!("weights from HMAT bandwidth {bw:?} MB/s: {w:?}"));
-                mem_nodes
-                    .iter()
-                    .copied()
-                    .zip(w.into_iter().map(u64::from))
-                    .collect()
+                auto_weights(&mut b.plan, h, "HMAT", &bw)
             }
             WeightSource::Probe => {
-                let mut bw = Vec::new();
+                let mut bw = BTreeMap::new();
                 for &n in &mem_nodes {
-                    let v = weights::probe_node_bandwidth(n, wi.probe_size.0 as usize, 3)?;
-                    bw.push(v);
+                    bw.insert(
+                        n,
+                        weights::probe_node_bandwidth(n, wi.probe_size.0 as usize, 3)?,
+                    );
                 }
-                let w = weights::reduce_interleave_weights(&bw);
-                b.plan
-                    .notes
-                    .push(format!("weights from probed bandwidth {bw:?} MB/s: {w:?}"));
-                mem_nodes
-                    .iter()
-                    .copied()
-                    .zip(w.into_iter().map(u64::from))
-                    .collect()
+                auto_weights(&mut b.plan, h, "probed", &bw)
             }
         };
         // On 6.16+ writing a weight switches the kernel to manual mode: record `auto` first
@@ -485,7 +475,82 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             }
         }
     }
+    if let Some(d) = &cfg.damon {
+        damon_nodes(d, h)?;
+    }
+    if b.plan.uses_damon {
+        // Last, once everything else holds: the probe kdamond it builds is the only
+        // thing validation writes, and it is gone again when this returns.
+        crate::damon::DamonSysfs::new(fs.clone()).check_support(&cfg.kdamonds())?;
+    }
     Ok(b.plan)
+}
+
+/// The node ids of the own kdamond's schemes exist on this host: `target_nid` a memory
+/// node (the migration destination), a goal's `nid` any node.
+fn damon_nodes(d: &crate::config::DamonConfig, h: &HostTopology) -> Result<(), Error> {
+    let mem: Vec<u32> = h
+        .nodes
+        .iter()
+        .filter(|n| n.has_memory)
+        .map(|n| n.id)
+        .collect();
+    let all: Vec<u32> = h.nodes.iter().map(|n| n.id).collect();
+    for (i, s) in d.schemes.iter().enumerate() {
+        if let Some(n) = s.target_nid {
+            if !mem.contains(&u32::from(n.0)) {
+                return Err(cfg_err(
+                    &format!("damon.schemes[{i}].target_nid"),
+                    format!(
+                        "node {} is not a memory node of this machine (memory nodes: {})",
+                        n.0,
+                        crate::fs::format_list(&mem)
+                    ),
+                ));
+            }
+        }
+        for (j, g) in s.quotas.goals.iter().enumerate() {
+            if let Some(n) = g.nid {
+                if !all.contains(&u32::from(n.0)) {
+                    return Err(cfg_err(
+                        &format!("damon.schemes[{i}].quotas.goals[{j}].nid"),
+                        format!(
+                            "node {} does not exist (nodes: {})",
+                            n.0,
+                            crate::fs::format_list(&all)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The weights a 6.16+ kernel's `auto` mode derives from `bw` (MB/s per memory node):
+/// `tiermem_core::interleave::reduce_interleave_weights` over node ids, with the host's
+/// `has_memory` (nodes without memory take no share and get no weight file).
+fn auto_weights(
+    plan: &mut Plan,
+    h: &HostTopology,
+    what: &str,
+    bw: &BTreeMap<u32, u64>,
+) -> BTreeMap<u32, u64> {
+    let len = h.nodes.iter().map(|n| n.id as usize + 1).max().unwrap_or(0);
+    let mut by_id = vec![0u64; len];
+    let mut has_memory = vec![false; len];
+    for n in &h.nodes {
+        has_memory[n.id as usize] = n.has_memory;
+        by_id[n.id as usize] = bw.get(&n.id).copied().unwrap_or(0);
+    }
+    let w = reduce_interleave_weights(&by_id, &has_memory);
+    let out: BTreeMap<u32, u64> = bw.keys().map(|&n| (n, u64::from(w[n as usize]))).collect();
+    plan.notes.push(format!(
+        "weights from {what} bandwidth {:?} MB/s: {:?}",
+        bw.values().collect::<Vec<_>>(),
+        out.values().collect::<Vec<_>>()
+    ));
+    out
 }
 
 fn numa_balancing(b: &mut Builder, nb: &NumaBalancingConfig) -> Result<(), Error> {
@@ -750,6 +815,73 @@ mod tests {
         );
     }
 
+    /// The weight writes of a plan, as (node, weight).
+    fn weight_writes(p: &Plan) -> Vec<(u32, String)> {
+        p.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Write { path, value } => path
+                    .strip_prefix(&format!("{WI_DIR}/node"))
+                    .map(|n| (n.parse().unwrap(), value.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hmat_weights_of_the_vm_machines() {
+        // tests/vm/guest.sh expects "25 6" for 20480/5120 MB/s and "18 9 4" for
+        // 20480/10240/5120 MB/s (access1 figures, every node with memory).
+        let set_bw = |t: &crate::fs::fake::FakeTree, node: u32, mbps: u64| {
+            let d = format!("{}/node{node}/access1/initiators", host::NODE_DIR);
+            t.set(&format!("{d}/read_bandwidth"), &format!("{mbps}\n"));
+            t.set(&format!("{d}/write_bandwidth"), &format!("{mbps}\n"));
+        };
+        let t = fake_two_node();
+        set_bw(&t, 0, 20480);
+        set_bw(&t, 1, 5120);
+        let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+        assert_eq!(
+            weight_writes(&p),
+            vec![(0, "25".to_string()), (1, "6".to_string())]
+        );
+
+        // A third memory node.
+        let nd = host::NODE_DIR;
+        for f in ["online", "possible", "has_memory"] {
+            t.set(&format!("{nd}/{f}"), "0-2\n");
+        }
+        t.set(&format!("{nd}/node2/cpulist"), "\n");
+        t.set(
+            &format!("{nd}/node2/meminfo"),
+            "Node 2 MemTotal:        1048576 kB\nNode 2 MemFree:         1000000 kB\n",
+        );
+        t.set(&format!("{nd}/node0/distance"), "10 20 20\n");
+        t.set(&format!("{nd}/node1/distance"), "20 10 20\n");
+        t.set(&format!("{nd}/node2/distance"), "20 20 10\n");
+        t.set(&format!("{WI_DIR}/node2"), "1\n");
+        set_bw(&t, 1, 10240);
+        set_bw(&t, 2, 5120);
+        let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+        assert_eq!(
+            weight_writes(&p),
+            vec![
+                (0, "18".to_string()),
+                (1, "9".to_string()),
+                (2, "4".to_string())
+            ]
+        );
+
+        // Node 1 without memory takes no share and gets no weight: 20480 : 5120 again.
+        t.set(&format!("{nd}/has_memory"), "0,2\n");
+        std::fs::remove_file(t.fs().path(&format!("{WI_DIR}/node1"))).unwrap();
+        let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+        assert_eq!(
+            weight_writes(&p),
+            vec![(0, "25".to_string()), (2, "6".to_string())]
+        );
+    }
+
     #[test]
     fn impossible_node_and_missing_features_are_refused() {
         let t = fake_two_node();
@@ -821,6 +953,7 @@ mod tests {
     #[test]
     fn tiering_defaults_from_kernel_tiers() {
         let t = fake_two_node();
+        crate::damon::fake_kdamond_6_12(&t);
         t.set("/proc/1/comm", "init");
         let p = plan_for("[tiering]\ntargets = { pids = [1] }\n", &t).unwrap();
         assert_eq!(p.fast_nodes, vec![0]);
@@ -829,6 +962,42 @@ mod tests {
         assert!(p.uses_damon);
         let e = plan_for("[tiering]\ntargets = { pids = [999999] }\n", &t).unwrap_err();
         assert!(e.to_string().contains("999999"));
+    }
+
+    #[test]
+    fn own_kdamond_schemes_are_checked_against_the_host() {
+        let t = fake_two_node();
+        crate::damon::fake_kdamond_6_12(&t);
+        // tests/vm/guest.sh s5's [damon] table.
+        let p = plan_for(
+            "[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"stat\"\n",
+            &t,
+        )
+        .unwrap();
+        assert!(p.uses_damon);
+        assert_eq!(
+            t.get(&format!("{}/nr_kdamonds", crate::damon::KDAMONDS)),
+            "0"
+        );
+        let migrate = |nid: u32| {
+            plan_for(
+                &format!("[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"migrate_cold\"\ntarget_nid = {nid}\naccess_pattern = {{ max_nr_accesses = 0 }}\n"),
+                &t,
+            )
+        };
+        migrate(1).unwrap();
+        match migrate(3).unwrap_err() {
+            Error::Config(e) => assert_eq!(e.key, "damon.schemes[0].target_nid"),
+            e => panic!("{e}"),
+        }
+        // A goal's nid (6.16+) on this 6.12 tree: a config error (exit code 2).
+        let e = plan_for(
+            "[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"pageout\"\nquotas = { goals = [{ metric = \"node_mem_free_bp\", target_value = 50, nid = 0 }] }\n",
+            &t,
+        )
+        .unwrap_err();
+        assert!(e.is_input_error());
+        assert!(e.to_string().contains("quotas.goals[0].nid"), "{e}");
     }
 
     #[test]

@@ -405,9 +405,14 @@ pub struct FilterConfig {
     /// 6.14+: a matched filter admits instead of rejecting. Default false.
     #[serde(default)]
     pub allow: bool,
-    /// `memcg`: the group (workload index in the simulator).
+    /// `memcg` in the simulator: the group, as a workload index. Refused by the live agent.
     #[serde(default)]
     pub memcg: Option<u32>,
+    /// `memcg` on a live host (the agent): the cgroup's path below the cgroup2 mount, as
+    /// DAMON sysfs's `memcg_path` takes it (`/system.slice/x.service`). Refused by the
+    /// simulator, which has no cgroup tree.
+    #[serde(default)]
+    pub memcg_path: Option<String>,
     /// `addr`: the range.
     #[serde(default)]
     pub addr: Option<AddrRange>,
@@ -496,12 +501,12 @@ impl SchemeConfig {
             let ok = match f.kind {
                 FilterType::Addr => f.addr.is_some_and(|a| a.start < a.end),
                 FilterType::Target => f.target_idx.is_some(),
-                FilterType::Memcg => f.memcg.is_some(),
+                FilterType::Memcg => f.memcg.is_some() || f.memcg_path.is_some(),
                 _ => true,
             };
             if !ok {
                 return Err(format!(
-                    "filters[{i}]: {:?} filter needs its argument (addr / target_idx / memcg)",
+                    "filters[{i}]: {:?} filter needs its argument (addr / target_idx / memcg or memcg_path)",
                     f.kind
                 ));
             }
@@ -840,6 +845,12 @@ impl DamonConfig {
                 if let Err(m) = s.validate(nr_nodes) {
                     return bad(format!("contexts[{ci}].schemes[{si}]"), m);
                 }
+                if let Some(fi) = s.filters.iter().position(|f| f.memcg_path.is_some()) {
+                    return bad(
+                        format!("contexts[{ci}].schemes[{si}].filters[{fi}].memcg_path"),
+                        "the simulator has no cgroup tree: name the group with memcg (a workload index)".into(),
+                    );
+                }
             }
         }
         let attrs_ok = |key: &str, sample: u64, aggr: u64, min: u32, max: u32| {
@@ -967,6 +978,27 @@ mod tests {
         let l = LruSortParams::default();
         assert_eq!(l.hot_thres_access_freq, 500);
         assert_eq!((l.wmarks_high, l.wmarks_mid, l.wmarks_low), (200, 150, 50));
+    }
+
+    #[test]
+    fn memcg_filters_name_a_workload_in_the_simulator() {
+        let cfg = |filter: &str| -> DamonConfig {
+            toml::from_str(&format!(
+                "[[contexts]]\nops = \"paddr\"\n[[contexts.schemes]]\naction = \"pageout\"\nfilters = [{filter}]\n"
+            ))
+            .unwrap()
+        };
+        assert!(cfg("{ type = \"memcg\", memcg = 0 }")
+            .validate(2, 1)
+            .is_ok());
+        let e = cfg("{ type = \"memcg\", memcg_path = \"/a\" }")
+            .validate(2, 1)
+            .unwrap_err();
+        assert_eq!(
+            e.key,
+            "kernel.damon.contexts[0].schemes[0].filters[0].memcg_path"
+        );
+        assert!(cfg("{ type = \"memcg\" }").validate(2, 1).is_err());
     }
 
     #[test]

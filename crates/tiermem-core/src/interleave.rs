@@ -549,6 +549,54 @@ mod tests {
     }
 
     #[test]
+    fn reduction_of_the_vm_test_machines() {
+        // tests/vm/guest.sh: HMAT access1 bandwidth in MB/s, every node with memory.
+        // 20480 : 5120 → floor(25.6) : floor(6.4) = 25 : 6 (GCD 1).
+        assert_eq!(
+            reduce_interleave_weights(&[20_480, 5_120], &[true, true]),
+            vec![25, 6]
+        );
+        assert_eq!(
+            reduce_interleave_weights(&[20_000, 5_000], &[true, true]),
+            vec![25, 6]
+        );
+        // 20480 : 10240 : 5120 → floor(18.3) : floor(9.1) : floor(4.6) = 18 : 9 : 4.
+        assert_eq!(
+            reduce_interleave_weights(&[20_480, 10_240, 5_120], &[true, true, true]),
+            vec![18, 9, 4]
+        );
+        // MB/s given as bytes/s through node_perf_mbps (min of read and write).
+        assert_eq!(
+            weights_from_bandwidth(&[(20_480e6, 30_000e6), (6_000e6, 5_120e6)]),
+            vec![25, 6]
+        );
+    }
+
+    #[test]
+    fn reduction_of_zero_and_tiny_bandwidth() {
+        // No figure for any node: every weight 1 (S = 0).
+        assert_eq!(
+            reduce_interleave_weights(&[0, 0], &[true, true]),
+            vec![1, 1]
+        );
+        // A memory node with no figure takes no share but keeps weight 1.
+        assert_eq!(
+            reduce_interleave_weights(&[1_000_000, 10, 0], &[true, true, true]),
+            vec![31, 1, 1]
+        );
+    }
+
+    #[test]
+    fn reduced_weights_stay_within_weightiness() {
+        for a in [1u64, 7, 1000, 123_456] {
+            for b in [1u64, 3, 999, 65_536] {
+                let w = reduce_interleave_weights(&[a, b], &[true, true]);
+                assert!(w.iter().all(|&x| (1..=32).contains(&x)), "{a} {b} {w:?}");
+            }
+        }
+    }
+
+    #[test]
     fn weighted_nid_fills_runs_in_mask_order() {
         let mask = mask_of([0, 2]);
         let w = [3, 9, 2];

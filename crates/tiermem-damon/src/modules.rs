@@ -79,6 +79,7 @@ pub fn reclaim(p: &ReclaimParams) -> NamedContext {
             matching: true,
             allow: false,
             memcg: None,
+            memcg_path: None,
             addr: None,
             target_idx: None,
         });
@@ -220,6 +221,7 @@ pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> V
         matching: true,
         allow,
         memcg: None,
+        memcg_path: None,
         addr: None,
         target_idx: None,
     };

@@ -394,6 +394,7 @@ fn filters_first_match_decides_and_default_is_inverse_of_last() {
         matching,
         allow,
         memcg: None,
+        memcg_path: None,
         addr: None,
         target_idx: None,
     };

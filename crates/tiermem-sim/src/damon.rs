@@ -323,6 +323,7 @@ impl DamonOps for SimOps<'_> {
                 matching: true,
                 allow: false,
                 memcg: None,
+                memcg_path: None,
                 addr: None,
                 target_idx: None,
             });
