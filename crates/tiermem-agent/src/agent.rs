@@ -146,9 +146,15 @@ pub fn run(cfg: &AgentConfig, fs: &HostFs, opts: &RunOptions) -> Result<(), Erro
                 cp.demote_quota_interval_ms
             );
         }
+        if plan.uses_damon {
+            println!(
+                "DAMON sysfs files: not probed in a dry run (applying first builds and removes a throw-away kdamond to check them)"
+            );
+        }
         println!("dry run: nothing written");
         return Ok(());
     }
+    plan::check_damon_support(cfg, fs, &plan)?;
     for n in &plan.notes {
         tracing::info!("{n}");
     }
@@ -379,11 +385,34 @@ mod tests {
         assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "0");
     }
 
+    /// Every file of a fake tree with its content.
+    fn tree_contents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push((p.clone(), std::fs::read(&p).unwrap()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
     #[test]
     fn dry_run_writes_nothing() {
         let t = fake_two_node();
-        let cfg =
-            AgentConfig::from_toml_str("[numa_balancing]\nmode = \"normal\"\n", "t.toml").unwrap();
+        crate::damon::fake_kdamond_6_12(&t);
+        let cfg = AgentConfig::from_toml_str(
+            "[numa_balancing]\nmode = \"normal\"\n[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"stat\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let before = tree_contents(t.dir.path());
         let sp = t.dir.path().join("state");
         run(
             &cfg,
@@ -397,6 +426,10 @@ mod tests {
         .unwrap();
         assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "0");
         assert!(!sp.exists());
+        assert!(
+            tree_contents(t.dir.path()) == before,
+            "a dry run must not write, not even the DAMON probe kdamond"
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! * candidates: slow-node pages of hot regions, counted *before* the rate limit as
 //!   `pgpromote_candidate` is;
 //! * rate limit (`numa_promotion_rate_limit`): at most `rate_limit` bytes of candidates are
-//!   promoted per second; the rest is counted as rate-limited. The kernel resets a 1-second
+//!   promoted per second into each fast node (the kernel's limit is per target node); the
+//!   rest is counted as rate-limited. The kernel resets a 1-second
 //!   window at the first fault after it ends; the agent, which acts once per tick, keeps a
 //!   budget that refills at `rate_limit` per second of elapsed time and holds at most one
 //!   second's worth (or one tick's, when ticks are longer), so the rate holds for any
@@ -99,8 +100,9 @@ pub struct ControllerStats {
 pub struct Controller {
     pub p: ControllerParams,
     pub stats: ControllerStats,
-    /// Promotion budget (bytes) and when it was last refilled.
-    rl_budget: u64,
+    /// Promotion budget (bytes) of each fast node, and when they were last refilled. The
+    /// kernel limits promotion per target node (`numa_promotion_rate_limit(pgdat, ...)`).
+    rl_budget: BTreeMap<u32, u64>,
     rl_last_ms: u64,
     /// Threshold-adjust period start and the candidate counter at that time.
     th_start_ms: u64,
@@ -123,7 +125,11 @@ pub struct Controller {
 impl Controller {
     pub fn new(p: ControllerParams, now_ms: u64) -> Self {
         let th = p.initial_threshold_permil;
-        let budget = p.rate_limit_bytes_per_s;
+        let budget = p
+            .fast_nodes
+            .iter()
+            .map(|&n| (n, p.rate_limit_bytes_per_s))
+            .collect();
         Controller {
             p,
             stats: ControllerStats {
@@ -184,6 +190,61 @@ impl Controller {
         self.th_cand = self.stats.candidate_bytes;
     }
 
+    /// Promote `cands` (ascending slow-node pages of one chunk): into the fast node with
+    /// budget left and the most free memory (the kernel's target is the faulting CPU's
+    /// node; user space has no fault to go by), then the next, each at most its budget
+    /// (`numa_promotion_rate_limit`) and only while it stays above its watermark after the
+    /// move (`migrate_balanced_pgdat`). What no node takes is counted as rate-limited, or
+    /// as headroom-skipped when a node had budget but no room.
+    fn promote(&mut self, pid: i32, cands: &[usize], ops: &mut dyn PageOps) {
+        let mut rest = cands;
+        let mut tried: Vec<u32> = Vec::new();
+        let mut no_room = false;
+        while !rest.is_empty() {
+            let mut best: Option<(u32, u64)> = None;
+            for &f in &self.p.fast_nodes {
+                if tried.contains(&f) || self.rl_budget[&f] < PAGE_SIZE {
+                    continue;
+                }
+                let free = ops.free_bytes(f);
+                if best.is_none_or(|(_, b)| free > b) {
+                    best = Some((f, free));
+                }
+            }
+            let Some((dst, free)) = best else {
+                let bytes = rest.len() as u64 * PAGE_SIZE;
+                if no_room {
+                    self.stats.headroom_skipped_bytes += bytes;
+                } else {
+                    self.stats.rate_limited_bytes += bytes;
+                }
+                return;
+            };
+            tried.push(dst);
+            let room = (self.rl_budget[&dst] / PAGE_SIZE) as usize;
+            let n = cut_at_granule(rest, room.min(rest.len()));
+            if free < ops.high_wmark_bytes(dst) + n as u64 * PAGE_SIZE {
+                no_room = true;
+                continue;
+            }
+            let moving = &rest[..n];
+            rest = &rest[n..];
+            *self.rl_budget.get_mut(&dst).expect("fast node") -= n as u64 * PAGE_SIZE;
+            match ops.move_to(pid, moving, dst) {
+                Ok(st) => {
+                    let ok = st.iter().filter(|&&s| s == dst as i32).count() as u64;
+                    tracing::trace!(pid, first = moving[0], n, ok, dst, "promoted");
+                    self.stats.promoted_bytes += ok * PAGE_SIZE;
+                    self.stats.promote_failed_bytes += (n as u64 - ok) * PAGE_SIZE;
+                }
+                Err(e) => {
+                    self.stats.promote_failed_bytes += n as u64 * PAGE_SIZE;
+                    tracing::debug!(pid, error = %e, "promotion failed");
+                }
+            }
+        }
+    }
+
     /// One tick over the regions of each target (`pid → regions`).
     pub fn tick(
         &mut self,
@@ -196,7 +257,9 @@ impl Controller {
         let dt = now_ms.saturating_sub(self.rl_last_ms);
         let rate = self.p.rate_limit_bytes_per_s;
         let cap = rate.saturating_mul(self.p.tick_ms.max(1000)) / 1000;
-        self.rl_budget = (self.rl_budget + rate.saturating_mul(dt) / 1000).min(cap);
+        for b in self.rl_budget.values_mut() {
+            *b = (*b + rate.saturating_mul(dt) / 1000).min(cap);
+        }
         self.rl_last_ms = now_ms;
         if now_ms >= self.dq_start_ms + self.p.demote_quota_interval_ms {
             self.dq_start_ms = now_ms;
@@ -314,48 +377,8 @@ impl Controller {
                     continue;
                 }
                 found = true;
-                let cand_bytes = cands.len() as u64 * PAGE_SIZE;
-                self.stats.candidate_bytes += cand_bytes;
-                let room = self.rl_budget / PAGE_SIZE;
-                let n_ok = cut_at_granule(&cands, (room as usize).min(cands.len()));
-                self.stats.rate_limited_bytes += (cands.len() - n_ok) as u64 * PAGE_SIZE;
-                if n_ok == 0 {
-                    continue;
-                }
-                // The fast node with the most free memory above its watermark.
-                let mut best: Option<(u32, u64)> = None;
-                for &f in &fast {
-                    let free = ops.free_bytes(f);
-                    let need = ops.high_wmark_bytes(f) + n_ok as u64 * PAGE_SIZE;
-                    if free >= need && best.is_none_or(|(_, b)| free > b) {
-                        best = Some((f, free));
-                    }
-                }
-                let Some((dst, _)) = best else {
-                    self.stats.headroom_skipped_bytes += n_ok as u64 * PAGE_SIZE;
-                    continue;
-                };
-                let moving = &cands[..n_ok];
-                self.rl_budget -= moving.len() as u64 * PAGE_SIZE;
-                match ops.move_to(*pid, moving, dst) {
-                    Ok(st) => {
-                        let ok = st.iter().filter(|&&s| s == dst as i32).count() as u64;
-                        tracing::trace!(
-                            pid,
-                            first = moving[0],
-                            n = moving.len(),
-                            ok,
-                            dst,
-                            "promoted"
-                        );
-                        self.stats.promoted_bytes += ok * PAGE_SIZE;
-                        self.stats.promote_failed_bytes += (moving.len() as u64 - ok) * PAGE_SIZE;
-                    }
-                    Err(e) => {
-                        self.stats.promote_failed_bytes += moving.len() as u64 * PAGE_SIZE;
-                        tracing::debug!(pid, error = %e, "promotion failed");
-                    }
-                }
+                self.stats.candidate_bytes += cands.len() as u64 * PAGE_SIZE;
+                self.promote(*pid, &cands, ops);
             }
             if !found {
                 self.settled.insert(key, now_ms + RECHECK_MS);
@@ -719,6 +742,28 @@ mod tests {
         c.tick(0, &t, &mut g).unwrap();
         c.tick(2000, &t, &mut g).unwrap();
         assert_eq!(c.stats.promoted_bytes, 300 * PAGE_SIZE);
+    }
+
+    #[test]
+    fn each_fast_node_has_its_own_rate_limit() {
+        let mut f = fake(pages(0x100000, 300, 1));
+        f.free.insert(2, 1 << 30);
+        let mut p = params();
+        p.fast_nodes = vec![0, 2];
+        let mut c = Controller::new(p, 0);
+        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0x100000, 300, 15, 2)])]
+            .into_iter()
+            .collect();
+        c.tick(0, &t, &mut f).unwrap();
+        assert_eq!(
+            c.stats.promoted_bytes,
+            200 * PAGE_SIZE,
+            "100 pages into each"
+        );
+        for node in [0, 2] {
+            assert_eq!(f.node_of.values().filter(|&&n| n == node).count(), 100);
+        }
+        assert_eq!(c.stats.rate_limited_bytes, 100 * PAGE_SIZE);
     }
 
     #[test]

@@ -97,7 +97,8 @@ impl Builder<'_> {
 }
 
 /// Validate `cfg` against the host and list the writes. Runs the bandwidth probe when the
-/// config asks for probed weights (it reads only; nothing is written).
+/// config asks for probed weights (it reads only; nothing is written). The DAMON sysfs file
+/// probe, which writes, is separate: [`check_damon_support`].
 pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Plan, Error> {
     let mut b = Builder {
         fs,
@@ -478,12 +479,17 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
     if let Some(d) = &cfg.damon {
         damon_nodes(d, h)?;
     }
-    if b.plan.uses_damon {
-        // Last, once everything else holds: the probe kdamond it builds is the only
-        // thing validation writes, and it is gone again when this returns.
-        crate::damon::DamonSysfs::new(fs.clone()).check_support(&cfg.kdamonds())?;
-    }
     Ok(b.plan)
+}
+
+/// The last validation step, after [`build_plan`] and before any setting is written: the
+/// DAMON sysfs files every configured kdamond needs exist on this kernel. It builds one
+/// throw-away kdamond (off, no targets) and removes it again, so a dry run skips it.
+pub fn check_damon_support(cfg: &AgentConfig, fs: &HostFs, plan: &Plan) -> Result<(), Error> {
+    if !plan.uses_damon {
+        return Ok(());
+    }
+    crate::damon::DamonSysfs::new(fs.clone()).check_support(&cfg.kdamonds())
 }
 
 /// The node ids of the own kdamond's schemes exist on this host: `target_nid` a memory
@@ -766,7 +772,9 @@ mod tests {
         let cfg = AgentConfig::from_toml_str(text, "t.toml")?;
         let fs = t.fs();
         let h = read_host(&fs)?;
-        build_plan(&cfg, &fs, &h)
+        let p = build_plan(&cfg, &fs, &h)?;
+        check_damon_support(&cfg, &fs, &p)?;
+        Ok(p)
     }
 
     #[test]

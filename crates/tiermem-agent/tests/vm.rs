@@ -7,12 +7,6 @@ use std::process::Command;
 #[test]
 #[ignore = "slow: boots QEMU VMs (tests/vm/run.sh), about 10 minutes under TCG"]
 fn vm_scenarios_two_and_three_nodes() {
-    // Opt-in until the user-space promotion scenario passes with the kernel's NUMA
-    // balancing off (issue 7 stays open for it): TIERMEM_VM_TESTS=1 runs the VMs.
-    if std::env::var("TIERMEM_VM_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set TIERMEM_VM_TESTS=1 to boot the VMs (tests/vm/run.sh)");
-        return;
-    }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vm/run.sh");
     let status = Command::new("bash")
         .arg(script)

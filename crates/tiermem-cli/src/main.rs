@@ -29,8 +29,16 @@ struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
     /// Log filter (e.g. `info`, `tiermem_sim=debug`); logs go to stderr.
-    #[arg(long, global = true, default_value = "warn")]
+    #[arg(long, global = true, default_value = "warn", value_parser = parse_log_filter)]
     log: String,
+}
+
+/// A `--log` value must be a valid `tracing` filter: a typo is an error (exit code 2), not a
+/// silent fall-back to `warn`.
+fn parse_log_filter(s: &str) -> Result<String, String> {
+    tracing_subscriber::EnvFilter::try_new(s)
+        .map(|_| s.to_string())
+        .map_err(|e| format!("not a log filter ({e}); e.g. `info` or `tiermem_agent=debug,warn`"))
 }
 
 #[derive(Subcommand)]
@@ -183,8 +191,8 @@ fn sim_failure(e: tiermem_sim::SimError) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(&cli.log).expect("checked by parse_log_filter");
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

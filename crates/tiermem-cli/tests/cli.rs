@@ -90,6 +90,13 @@ fn syntax_errors_and_missing_files_are_exit_2() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+    // A mistyped log filter is refused, not replaced by a default.
+    let o = Command::new(bin())
+        .args(["--log", "tiermem_agent=verbose", "presets"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--log"));
 }
 
 #[test]
