@@ -693,6 +693,11 @@ mod tests {
         }
     }
 
+    /// The regions of process 1.
+    fn of_pid1(regions: Vec<Region>) -> BTreeMap<i32, Vec<Region>> {
+        [(1, regions)].into_iter().collect()
+    }
+
     fn region(start: u64, n: u64, nr: u64, age: u64) -> Region {
         Region {
             start,
@@ -706,9 +711,7 @@ mod tests {
     fn hot_slow_pages_are_promoted_within_the_rate_limit() {
         let mut f = fake(pages(0x100000, 300, 1));
         let mut c = Controller::new(params(), 0);
-        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0x100000, 300, 15, 2)])]
-            .into_iter()
-            .collect();
+        let t = of_pid1(vec![region(0x100000, 300, 15, 2)]);
         c.tick(0, &t, &mut f).unwrap();
         assert_eq!(
             c.stats.promoted_bytes,
@@ -751,9 +754,7 @@ mod tests {
         let mut p = params();
         p.fast_nodes = vec![0, 2];
         let mut c = Controller::new(p, 0);
-        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0x100000, 300, 15, 2)])]
-            .into_iter()
-            .collect();
+        let t = of_pid1(vec![region(0x100000, 300, 15, 2)]);
         c.tick(0, &t, &mut f).unwrap();
         assert_eq!(
             c.stats.promoted_bytes,
@@ -771,7 +772,7 @@ mod tests {
         let mut f = fake(pages(0, 10, 1));
         let mut c = Controller::new(params(), 0);
         // Threshold 500‰ of 20 = 10 accesses; 9 is not hot.
-        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 9, 0)])].into_iter().collect();
+        let t = of_pid1(vec![region(0, 10, 9, 0)]);
         c.tick(0, &t, &mut f).unwrap();
         assert_eq!(c.stats.candidate_bytes, 0);
         assert_eq!(f.moves, 0);
@@ -782,7 +783,7 @@ mod tests {
         let mut f = fake(pages(0, 10, 1));
         f.free.insert(0, (1 << 20) + 5 * PAGE_SIZE); // watermark + 5 pages: 10 do not fit
         let mut c = Controller::new(params(), 0);
-        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 20, 0)])].into_iter().collect();
+        let t = of_pid1(vec![region(0, 10, 20, 0)]);
         c.tick(0, &t, &mut f).unwrap();
         assert_eq!(c.stats.promoted_bytes, 0);
         assert_eq!(c.stats.headroom_skipped_bytes, 10 * PAGE_SIZE);
@@ -794,8 +795,7 @@ mod tests {
         let mut p = params();
         p.adjust_period_ms = 1000;
         let mut c = Controller::new(p, 0);
-        let t: BTreeMap<i32, Vec<Region>> =
-            [(1, vec![region(0, 3000, 20, 0)])].into_iter().collect();
+        let t = of_pid1(vec![region(0, 3000, 20, 0)]);
         c.tick(0, &t, &mut f).unwrap(); // 3000 candidate pages vs 100/s reference
         let empty: BTreeMap<i32, Vec<Region>> = BTreeMap::new();
         c.tick(1000, &empty, &mut f).unwrap();
@@ -826,16 +826,14 @@ mod tests {
         let mut f = fake(pages(0, 200, 0));
         let mut c = Controller::new(params(), 0);
         // age 20 windows × 100 ms = 2 s ≥ 1 s.
-        let t: BTreeMap<i32, Vec<Region>> =
-            [(1, vec![region(0, 200, 0, 20)])].into_iter().collect();
+        let t = of_pid1(vec![region(0, 200, 0, 20)]);
         c.tick(0, &t, &mut f).unwrap();
         assert_eq!(c.stats.demoted_bytes, 50 * PAGE_SIZE, "quota per interval");
         c.tick(1000, &t, &mut f).unwrap();
         assert_eq!(c.stats.demoted_bytes, 100 * PAGE_SIZE);
         // Young idle regions are not cold yet.
         let mut c2 = Controller::new(params(), 0);
-        let young: BTreeMap<i32, Vec<Region>> =
-            [(1, vec![region(0, 200, 0, 5)])].into_iter().collect();
+        let young = of_pid1(vec![region(0, 200, 0, 5)]);
         c2.tick(0, &young, &mut f).unwrap();
         assert_eq!(c2.stats.demoted_bytes, 0);
     }
@@ -860,10 +858,7 @@ mod tests {
         c.tick(0, &t0, &mut f).unwrap();
         assert_eq!(c.stats.demoted_bytes, 0, "nothing cold for long enough yet");
         // DAMON merges and splits: a long-idle region now starts inside the hot granules.
-        let t1: BTreeMap<i32, Vec<Region>> =
-            [(1, vec![hot(0, per_g, 20, 0), hot(g, 3 * per_g, 0, 20)])]
-                .into_iter()
-                .collect();
+        let t1 = of_pid1(vec![hot(0, per_g, 20, 0), hot(g, 3 * per_g, 0, 20)]);
         c.tick(500, &t1, &mut f).unwrap();
         assert_eq!(
             c.stats.demoted_bytes,
@@ -884,7 +879,7 @@ mod tests {
     fn settled_regions_are_not_requeried_until_recheck() {
         let mut f = fake(pages(0, 10, 0));
         let mut c = Controller::new(params(), 0);
-        let t: BTreeMap<i32, Vec<Region>> = [(1, vec![region(0, 10, 20, 0)])].into_iter().collect();
+        let t = of_pid1(vec![region(0, 10, 20, 0)]);
         c.tick(0, &t, &mut f).unwrap();
         assert_eq!(c.stats.candidate_bytes, 0, "already on the fast node");
         // The pages move to the slow node behind our back; not seen before RECHECK_MS.
@@ -903,8 +898,7 @@ mod tests {
     fn large_settled_regions_cost_a_sample_only() {
         let mut f = fake(pages(0, 4096, 0));
         let mut c = Controller::new(params(), 0);
-        let t: BTreeMap<i32, Vec<Region>> =
-            [(1, vec![region(0, 4096, 20, 0)])].into_iter().collect();
+        let t = of_pid1(vec![region(0, 4096, 20, 0)]);
         struct Counting<'a>(&'a mut FakePages, usize);
         impl PageOps for Counting<'_> {
             fn query(&mut self, pid: i32, p: &[usize]) -> Result<Vec<i32>, Error> {

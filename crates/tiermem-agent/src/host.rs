@@ -124,6 +124,17 @@ pub struct HostTopology {
     pub settings: KernelSettings,
 }
 
+impl HostTopology {
+    /// The ids of the nodes with memory (N_MEMORY), ascending.
+    pub fn memory_nodes(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter(|n| n.has_memory)
+            .map(|n| n.id)
+            .collect()
+    }
+}
+
 /// Current values of every knob the agent manages; `None` = the kernel lacks it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct KernelSettings {

@@ -111,12 +111,7 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
         if !fs.exists(WI_DIR) {
             return Err(feature("weighted interleave (Linux 6.9+)", WI_DIR, ""));
         }
-        let mem_nodes: Vec<u32> = h
-            .nodes
-            .iter()
-            .filter(|n| n.has_memory)
-            .map(|n| n.id)
-            .collect();
+        let mem_nodes = h.memory_nodes();
         let weights: BTreeMap<u32, u64> = match wi.source {
             WeightSource::Given => {
                 let mut m = BTreeMap::new();
@@ -379,12 +374,7 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                 ),
             ));
         }
-        let mem: Vec<u32> = h
-            .nodes
-            .iter()
-            .filter(|n| n.has_memory)
-            .map(|n| n.id)
-            .collect();
+        let mem = h.memory_nodes();
         for (key, list) in [
             ("tiering.fast_nodes", &t.fast_nodes),
             ("tiering.slow_nodes", &t.slow_nodes),
@@ -495,38 +485,34 @@ pub fn check_damon_support(cfg: &AgentConfig, fs: &HostFs, plan: &Plan) -> Resul
 /// The node ids of the own kdamond's schemes exist on this host: `target_nid` a memory
 /// node (the migration destination), a goal's `nid` any node.
 fn damon_nodes(d: &crate::config::DamonConfig, h: &HostTopology) -> Result<(), Error> {
-    let mem: Vec<u32> = h
-        .nodes
-        .iter()
-        .filter(|n| n.has_memory)
-        .map(|n| n.id)
-        .collect();
+    let mem = h.memory_nodes();
     let all: Vec<u32> = h.nodes.iter().map(|n| n.id).collect();
+    let check = |key: String, n: u32, allowed: &[u32], what: &str| {
+        if allowed.contains(&n) {
+            return Ok(());
+        }
+        Err(cfg_err(
+            &key,
+            format!(
+                "node {n} is not {what} ({})",
+                crate::fs::format_list(allowed)
+            ),
+        ))
+    };
     for (i, s) in d.schemes.iter().enumerate() {
         if let Some(n) = s.target_nid {
-            if !mem.contains(&u32::from(n.0)) {
-                return Err(cfg_err(
-                    &format!("damon.schemes[{i}].target_nid"),
-                    format!(
-                        "node {} is not a memory node of this machine (memory nodes: {})",
-                        n.0,
-                        crate::fs::format_list(&mem)
-                    ),
-                ));
-            }
+            let key = format!("damon.schemes[{i}].target_nid");
+            check(
+                key,
+                u32::from(n.0),
+                &mem,
+                "a memory node of this machine: memory nodes",
+            )?;
         }
         for (j, g) in s.quotas.goals.iter().enumerate() {
             if let Some(n) = g.nid {
-                if !all.contains(&u32::from(n.0)) {
-                    return Err(cfg_err(
-                        &format!("damon.schemes[{i}].quotas.goals[{j}].nid"),
-                        format!(
-                            "node {} does not exist (nodes: {})",
-                            n.0,
-                            crate::fs::format_list(&all)
-                        ),
-                    ));
-                }
+                let key = format!("damon.schemes[{i}].quotas.goals[{j}].nid");
+                check(key, u32::from(n.0), &all, "a node of this machine: nodes")?;
             }
         }
     }
