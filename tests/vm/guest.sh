@@ -125,9 +125,9 @@ EOF
 
 # ---- 3 and 4. user-space controller: promotion under the rate limit, demotion under quota ---
 s34() {
-  RATE_MB=8
+  RATE_MB=2
   QUOTA_MB=4
-  HOT_MB=48
+  HOT_MB=16
   COLD_MB=48
   # The hot region starts on the lowest tier: node 1 of 2, node 2 of 3 (cold pages are
   # demoted to the kernel's preferred target of node 0, node 1 in both machines).
@@ -150,10 +150,13 @@ demote = true
 cold_min_age = "3s"
 demote_quota = "${QUOTA_MB}MiB"
 demote_quota_interval = "1s"
-# TCG runs the guest 20-50x slower than hardware: one pass of hotcold over its hot pages takes
-# 10-50 ms, so DAMON's default 5 ms sampling would see each hot page in a fraction of the
-# samples only. Sampling 5x slower keeps "hot" meaning "touched in most samples".
-attrs = { sample_us = 25000, aggr_us = 500000 }
+# TCG runs the guest 20-50x slower than hardware (more while the host is busy): one pass of
+# hotcold over 16 MiB takes 20-80 ms, so DAMON's default 5 ms sampling would see a hot page
+# in a few samples only, and DAMON merges such "lukewarm" regions with the idle mapping next
+# to them (seen with 48 MiB at 25 ms sampling: the hot region's tail sat in an idle region for
+# over cold_min_age and was demoted again). Sampling every 50 ms keeps "hot" meaning "touched
+# in most samples".
+attrs = { sample_us = 50000, aggr_us = 1000000 }
 EOF
   tiermem agent --config /cfg/s3.toml --log "${AGENT_LOG:-info}" 2>/tmp/s3.log &
   agent=$!
