@@ -330,6 +330,31 @@ s2p() {
   pass probe
 }
 
+# ---- 7. tiermem exec --ksm: the program's whole address space is KSM-mergeable ----------------
+s7() {
+  K=/sys/kernel/mm/ksm
+  saved="$(cat $K/run) $(cat $K/pages_to_scan) $(cat $K/sleep_millisecs)"
+  echo 2000 >$K/pages_to_scan
+  echo 10 >$K/sleep_millisecs
+  echo 1 >$K/run
+  with=$(tiermem exec --ksm -- ksmcheck 16 60)
+  without=$(ksmcheck 16 3)
+  info "exec --ksm: $with; plain: $without"
+  echo 2 >$K/run # unmerge everything, then put the knobs back
+  set -- $saved
+  echo $2 >$K/pages_to_scan
+  echo $3 >$K/sleep_millisecs
+  echo $1 >$K/run
+  case "$with" in
+    *merge_any=1\ merging_pages=[1-9]*) ;;
+    *) fail exec-ksm "under exec --ksm: $with"; return ;;
+  esac
+  case "$without" in
+    *merge_any=0\ merging_pages=0*) pass exec-ksm ;;
+    *) fail exec-ksm "without --ksm: $without" ;;
+  esac
+}
+
 ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
 if [ -n "$ONLY" ]; then
   for s in $(echo "$ONLY" | tr ',' ' '); do $s; done
@@ -340,6 +365,7 @@ else
   s34
   if [ "$NODES" = 2 ]; then
     s5
+    s7
   fi
   s6
 fi

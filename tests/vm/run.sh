@@ -61,6 +61,7 @@ cp /bin/busybox "$ROOT/bin/busybox"
 strip -o "$ROOT/bin/tiermem" "$TIERMEM_VM_BIN"
 gcc -O2 -static -o "$ROOT/bin/wicheck" tests/vm/wicheck.c
 gcc -O2 -static -o "$ROOT/bin/hotcold" tests/vm/hotcold.c
+gcc -O2 -static -o "$ROOT/bin/ksmcheck" tests/vm/ksmcheck.c
 cp tests/vm/guest.sh "$ROOT/guest.sh"
 cat > "$ROOT/init" <<'EOF'
 #!/bin/busybox sh
