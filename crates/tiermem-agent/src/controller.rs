@@ -245,6 +245,41 @@ impl Controller {
         }
     }
 
+    /// A sample first (DAMON's own principle): a region of more than 256 pages whose 64
+    /// sampled pages have none on the `from` nodes is settled for [`RECHECK_MS`] without
+    /// querying every page. Whether to look at every page of `all`.
+    #[allow(clippy::too_many_arguments)]
+    fn worth_full_scan(
+        &mut self,
+        ops: &mut dyn PageOps,
+        pid: i32,
+        all: &[usize],
+        from: &[u32],
+        key: (i32, u64, u64, bool),
+        now_ms: u64,
+        scanned: &mut usize,
+    ) -> bool {
+        let Some(sample) = sample_pages(all, now_ms) else {
+            return true;
+        };
+        *scanned += sample.len();
+        match ops.query(pid, &sample) {
+            Ok(st) if !st.iter().any(|&n| n >= 0 && from.contains(&(n as u32))) => {
+                tracing::trace!(
+                    pid,
+                    start = key.1,
+                    end = key.2,
+                    hot = key.3,
+                    "nothing to move in the sample"
+                );
+                self.settled.insert(key, now_ms + RECHECK_MS);
+                false
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        }
+    }
+
     /// One tick over the regions of each target (`pid → regions`).
     pub fn tick(
         &mut self,
@@ -341,19 +376,8 @@ impl Controller {
                 end: r.end.div_ceil(HPAGE_SIZE) * HPAGE_SIZE,
                 ..*r
             });
-            // A sample first (DAMON's own principle): a region whose sampled pages are all
-            // placed already is settled without querying every page.
-            if let Some(sample) = sample_pages(&all, now_ms) {
-                scanned += sample.len();
-                match ops.query(*pid, &sample) {
-                    Ok(st) if !st.iter().any(|&n| n >= 0 && slow.contains(&(n as u32))) => {
-                        tracing::trace!(pid, start = r.start, end = r.end, sample = ?st.iter().take(8).collect::<Vec<_>>(), "hot region: no slow page in the sample");
-                        self.settled.insert(key, now_ms + RECHECK_MS);
-                        continue;
-                    }
-                    Ok(_) => {}
-                    Err(_) => continue,
-                }
+            if !self.worth_full_scan(ops, *pid, &all, &slow, key, now_ms, &mut scanned) {
+                continue;
             }
             for chunk in granule_chunks(&all) {
                 if scanned >= MAX_SCAN_PAGES {
@@ -396,16 +420,8 @@ impl Controller {
             // Only whole 2 MiB granules of a cold region: a THP straddling its edge may be
             // partly hot, and move_pages would drag all of it along.
             let all = full_granule_pages(r);
-            if let Some(sample) = sample_pages(&all, now_ms) {
-                scanned += sample.len();
-                match ops.query(*pid, &sample) {
-                    Ok(st) if !st.iter().any(|&n| n >= 0 && fast.contains(&(n as u32))) => {
-                        self.settled.insert(key, now_ms + RECHECK_MS);
-                        continue;
-                    }
-                    Ok(_) => {}
-                    Err(_) => continue,
-                }
+            if !self.worth_full_scan(ops, *pid, &all, &fast, key, now_ms, &mut scanned) {
+                continue;
             }
             for chunk in granule_chunks(&all) {
                 if scanned >= MAX_SCAN_PAGES {
