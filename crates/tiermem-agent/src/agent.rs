@@ -284,7 +284,7 @@ fn apply_and_loop(
             }
         }
         ticks += 1;
-        if cfg.metrics.is_some() || ticks % 30 == 0 {
+        if cfg.metrics.is_some() || ticks.is_multiple_of(30) {
             let text = metrics::render(
                 fs,
                 &MetricsInput {
@@ -305,7 +305,7 @@ fn apply_and_loop(
                 threshold = c.stats.threshold_permil,
                 "tick"
             );
-            if ticks % 10 == 0 {
+            if ticks.is_multiple_of(10) {
                 tracing::info!(
                     promoted_bytes = c.stats.promoted_bytes,
                     demoted_bytes = c.stats.demoted_bytes,

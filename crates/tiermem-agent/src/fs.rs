@@ -196,6 +196,12 @@ pub mod fake {
         pub dir: tempfile::TempDir,
     }
 
+    impl Default for FakeTree {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
     impl FakeTree {
         pub fn new() -> Self {
             FakeTree {

@@ -241,12 +241,12 @@ impl Default for KernelConfig {
 pub enum PromotionPolicy {
     /// Linux 5.18: every slow-tier page touched after a scan is promoted (MRU).
     Mru,
-    /// + hot-page selection by hint-fault latency against a fixed `hot_threshold_ms`,
+    /// Plus hot-page selection by hint-fault latency against a fixed `hot_threshold_ms`,
     /// with the free-space bypass ([PATCH 1/3]).
     HotThreshold,
-    /// + promotion rate limit on candidates ([PATCH 2/3]).
+    /// Plus the promotion rate limit on candidates ([PATCH 2/3]).
     RateLimit,
-    /// + automatic threshold adjustment ([PATCH 3/3], Linux 6.0 and later).
+    /// Plus automatic threshold adjustment ([PATCH 3/3], Linux 6.0 and later).
     AutoThreshold,
 }
 

@@ -336,9 +336,9 @@ pub fn reduce_interleave_weights(bw: &[u64], has_memory: &[bool]) -> Vec<u8> {
         g = if g == 0 { v } else { gcd(g, v) };
     }
     if g > 1 {
-        for n in 0..bw.len() {
+        for (n, wn) in w.iter_mut().enumerate().take(bw.len()) {
             if mem(n) {
-                w[n] = (w[n] as u64 / g) as u8;
+                *wn = (*wn as u64 / g) as u8;
             }
         }
     }

@@ -294,15 +294,15 @@ impl Topology {
                         format!("must be a {n}×{n} matrix (one row per node)"),
                     ));
                 }
-                for i in 0..n {
-                    if d[i][i] != LOCAL_DISTANCE {
+                for (i, row) in d.iter().enumerate() {
+                    if row[i] != LOCAL_DISTANCE {
                         return Err(ConfigError::invalid(
                             format!("machine.distances[{i}][{i}]"),
                             format!("the local distance must be {LOCAL_DISTANCE}"),
                         ));
                     }
-                    for j in 0..n {
-                        if i != j && d[i][j] <= LOCAL_DISTANCE {
+                    for (j, &dij) in row.iter().enumerate() {
+                        if i != j && dij <= LOCAL_DISTANCE {
                             return Err(ConfigError::invalid(
                                 format!("machine.distances[{i}][{j}]"),
                                 format!("remote distances must exceed {LOCAL_DISTANCE}"),

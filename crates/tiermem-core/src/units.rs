@@ -85,7 +85,7 @@ impl fmt::Display for Bytes {
             ("KiB", 1 << 10),
         ];
         for (name, size) in UNITS {
-            if b >= size && b % size == 0 {
+            if b >= size && b.is_multiple_of(size) {
                 return write!(f, "{}{}", b / size, name);
             }
         }
@@ -130,7 +130,7 @@ pub fn parse_bytes(s: &str) -> Result<Bytes, String> {
     };
     let v: f64 = num.parse().map_err(|_| format!("invalid size {s:?}"))?;
     let bytes = v * mult;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > 1.8e19 {
+    if !bytes.is_finite() || !(0.0..=1.8e19).contains(&bytes) {
         return Err(format!("size {s:?} is out of range"));
     }
     Ok(Bytes(bytes.round() as u64))
@@ -369,7 +369,7 @@ pub fn parse_duration(s: &str) -> Result<SimDuration, String> {
         }
     };
     let ps = v * ps_per;
-    if !ps.is_finite() || ps < 0.0 || ps > 1.8e19 {
+    if !ps.is_finite() || !(0.0..=1.8e19).contains(&ps) {
         return Err(format!("duration {s:?} is out of range"));
     }
     Ok(SimDuration(ps.round() as u64))
@@ -378,13 +378,13 @@ pub fn parse_duration(s: &str) -> Result<SimDuration, String> {
 impl Serialize for SimDuration {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let ps = self.0;
-        let txt = if ps % 1_000_000_000_000 == 0 {
+        let txt = if ps.is_multiple_of(1_000_000_000_000) {
             format!("{}s", ps / 1_000_000_000_000)
-        } else if ps % 1_000_000_000 == 0 {
+        } else if ps.is_multiple_of(1_000_000_000) {
             format!("{}ms", ps / 1_000_000_000)
-        } else if ps % 1_000_000 == 0 {
+        } else if ps.is_multiple_of(1_000_000) {
             format!("{}us", ps / 1_000_000)
-        } else if ps % 1000 == 0 {
+        } else if ps.is_multiple_of(1000) {
             format!("{}ns", ps / 1000)
         } else {
             format!("{ps}ps")

@@ -844,10 +844,11 @@ pub fn hot_score(r: &Region, attrs: &MonitoringAttrs, freq_weight: u64, age_weig
     }
     let age_sub =
         ((age_in_log + MAX_AGE_IN_LOG) as u64) * MAX_SUBSCORE / (2 * MAX_AGE_IN_LOG as u64);
-    let mut hot = freq_weight * freq + age_weight * age_sub;
-    if freq_weight + age_weight > 0 {
-        hot /= freq_weight + age_weight;
-    }
+    let weighted = freq_weight * freq + age_weight * age_sub;
+    // Both weights 0: the weighted sum (0) is the score, as the kernel's division guard does.
+    let hot = weighted
+        .checked_div(freq_weight + age_weight)
+        .unwrap_or(weighted);
     (hot * MAX_SCORE as u64 / MAX_SUBSCORE).min(MAX_SCORE as u64) as u32
 }
 

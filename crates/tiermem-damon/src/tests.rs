@@ -469,7 +469,7 @@ proptest! {
     fn regions_never_overlap_and_stay_bounded(seed in 0u64..1000, hot_mb in 1u64..200, min in 3u32..30, max_extra in 0u32..200) {
         let size = 256u64 << 20;
         let mut ops = Mock::new(size);
-        ops.hot = vec![(seed % 50 << 20, ((seed % 50) + hot_mb).min(256) << 20)];
+        ops.hot = vec![((seed % 50) << 20, ((seed % 50) + hot_mb).min(256) << 20)];
         let mut cfg = ctx_cfg(vec![]);
         cfg.attrs.min_nr_regions = min;
         cfg.attrs.max_nr_regions = min + max_extra;

@@ -22,8 +22,12 @@ const SET: [(&str, &str, u64, f64, u64); 6] = [
     ("splash2x/ocean_ncp", "sweep", 3855, 0.0, 154),
 ];
 
-/// The RFC's table: (name, quota ms/s or None, prioritisation, saving %, CPU %, slowdown %).
-const PUBLISHED: [(&str, Option<u64>, bool, f64, f64, f64); 7] = [
+/// One row of the RFC's table: (name, quota ms/s or None, prioritisation, saving %, CPU %,
+/// slowdown %).
+type PublishedRow = (&'static str, Option<u64>, bool, f64, f64, f64);
+
+/// The RFC's table.
+const PUBLISHED: [PublishedRow; 7] = [
     ("no-quota", None, false, 47.16, 11.62, 5.4),
     ("10ms-noprio", Some(10), false, 4.55, 1.78, 2.51),
     ("50ms-noprio", Some(50), false, 40.84, 5.7, 4.53),

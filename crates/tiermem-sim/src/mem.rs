@@ -296,7 +296,7 @@ impl NodeMem {
     pub fn inactive_is_low(&self) -> bool {
         let inactive = self.lru_len(Lru::InactiveAnon);
         let active = self.lru_len(Lru::ActiveAnon);
-        let gb = (inactive + active) * PAGE_SIZE >> 30;
+        let gb = ((inactive + active) * PAGE_SIZE) >> 30;
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active
     }

@@ -724,9 +724,11 @@ mod tests {
         );
         let m: MachineConfig = toml::from_str(&text).unwrap();
         let topo = Topology::new(&m).unwrap();
-        let mut cfg = KernelConfig::default();
-        cfg.numa_balancing = mode;
-        cfg.demotion_enabled = true;
+        let mut cfg = KernelConfig {
+            numa_balancing: mode,
+            demotion_enabled: true,
+            ..Default::default()
+        };
         cfg.numa.promotion = promotion;
         Kernel::new(
             topo,

@@ -1074,10 +1074,10 @@ pub fn results(
                 let mut best = [f64::INFINITY; 4];
                 let mut complete = true;
                 for it in 1..s.ntimes as usize {
-                    for k in 0..4 {
+                    for (k, bk) in best.iter_mut().enumerate() {
                         let i = it * 4 + k;
                         match (rel.get(i), rel.get(i + 1)) {
-                            (Some(a), Some(b)) => best[k] = best[k].min(b.since(*a).secs_f64()),
+                            (Some(a), Some(b)) => *bk = bk.min(b.since(*a).secs_f64()),
                             _ => complete = false,
                         }
                     }

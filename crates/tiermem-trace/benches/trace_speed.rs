@@ -58,7 +58,7 @@ fn generate(path: &std::path::Path, lines: u64) {
                 arr = (arr + 8) % (256 << 20);
                 0x0500_0000 + arr
             } else {
-                0x1_0000_0000 + ((r >> 20) % (64 << 20) & !7)
+                0x1_0000_0000 + (((r >> 20) % (64 << 20)) & !7)
             };
             hexw(&mut buf, addr, 8);
             buf.extend_from_slice(b",8\n");

@@ -39,9 +39,9 @@ impl Default for ChampSimOptions {
 /// Pick the record size from a file length: 64 if it divides the length, else 65 if
 /// that does, else an error naming the length.
 pub fn record_size_for_len(len: u64, name: &str) -> Result<usize, TraceError> {
-    if len % 64 == 0 {
+    if len.is_multiple_of(64) {
         Ok(64)
-    } else if len % 65 == 0 {
+    } else if len.is_multiple_of(65) {
         Ok(65)
     } else {
         Err(TraceError::offset(

@@ -854,7 +854,7 @@ mod tests {
             .map(|i| Record {
                 time: i / 3,
                 thread: (i % 7 == 0) as u32,
-                addr: 0x1fff_0000_00 + (i * 8) % 40960 + if i % 5 == 0 { 0x4000_0000 } else { 0 },
+                addr: 0x1f_ff00_0000 + (i * 8) % 40960 + if i % 5 == 0 { 0x4000_0000 } else { 0 },
                 size: [1, 2, 4, 8, 16, 3, 100][i as usize % 7],
                 kind: Kind::from_bits((i % 3) as u8).unwrap(),
             })

@@ -199,7 +199,7 @@ mod tests {
             (" L 1fff,0\n", 1),
             (" L 1fff,99999999999\n", 1),
         ] {
-            let e = run(text, LackeyOptions::default()).err().expect(text);
+            let e = run(text, LackeyOptions::default()).expect_err(text);
             assert!(
                 e.to_string().contains(&format!("in.txt: line {line}:")),
                 "{text:?}: {e}"
