@@ -154,7 +154,6 @@ pub fn run(cfg: &AgentConfig, fs: &HostFs, opts: &RunOptions) -> Result<(), Erro
         println!("dry run: nothing written");
         return Ok(());
     }
-    plan::check_damon_support(cfg, fs, &plan)?;
     for n in &plan.notes {
         tracing::info!("{n}");
     }
@@ -193,13 +192,18 @@ fn apply_and_loop(
     rec: &mut StateRecorder,
     snap: &Snapshot,
 ) -> Result<(), Error> {
-    plan::apply_plan(plan, fs, rec)?;
     let damon = DamonSysfs::new(fs.clone());
-    let (mut specs, mut tiering_k) = (Vec::new(), Vec::new());
     if plan.uses_damon {
+        // The last validation step builds (and removes) a throw-away kdamond: recorded
+        // first, so that even a kill in between leaves nothing `--restore` cannot undo.
         rec.record(Saved::Damon {
             nr_kdamonds: damon.nr_kdamonds()?,
         })?;
+        plan::check_damon_support(cfg, fs, plan)?;
+    }
+    plan::apply_plan(plan, fs, rec)?;
+    let (mut specs, mut tiering_k) = (Vec::new(), Vec::new());
+    if plan.uses_damon {
         (specs, tiering_k) = layout(cfg, fs);
         if !specs.is_empty() {
             damon.start(&specs)?;
@@ -430,6 +434,38 @@ mod tests {
             tree_contents(t.dir.path()) == before,
             "a dry run must not write, not even the DAMON probe kdamond"
         );
+    }
+
+    #[test]
+    fn a_scheme_the_kernel_lacks_is_refused_before_any_setting_is_written() {
+        let t = fake_two_node();
+        crate::damon::fake_kdamond_6_12(&t);
+        // A goal's nid needs 6.16; the fake tree is 6.12. NUMA balancing must stay 0.
+        let cfg = AgentConfig::from_toml_str(
+            "[numa_balancing]\nmode = \"normal\"\n[damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"pageout\"\nquotas = { goals = [{ metric = \"node_mem_free_bp\", target_value = 50, nid = 0 }] }\n",
+            "t.toml",
+        )
+        .unwrap();
+        let sp = t.dir.path().join("state");
+        let e = run(
+            &cfg,
+            &t.fs(),
+            &RunOptions {
+                state_file: Some(sp.clone()),
+                max_ticks: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.is_input_error(), "{e}");
+        assert!(e.to_string().contains("quotas.goals[0].nid"), "{e}");
+        assert_eq!(t.get("/proc/sys/kernel/numa_balancing"), "0");
+        assert_eq!(
+            t.get(&format!("{}/nr_kdamonds", crate::damon::KDAMONDS)),
+            "0",
+            "the probe kdamond is gone"
+        );
+        assert!(!sp.exists(), "the state file is removed after the restore");
     }
 
     #[test]
