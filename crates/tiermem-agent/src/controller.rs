@@ -11,8 +11,8 @@
 //!   `pgpromote_candidate` is;
 //! * rate limit (`numa_promotion_rate_limit`): at most `rate_limit` bytes of candidates are
 //!   promoted per second into each fast node (the kernel's limit is per target node); the
-//!   rest is counted as rate-limited. The kernel resets a 1-second
-//!   window at the first fault after it ends; the agent, which acts once per tick, keeps a
+//!   rest is counted as rate-limited. The kernel resets a 1-second window at the first
+//!   fault after it ends; the agent, which acts once per tick, keeps a
 //!   budget that refills at `rate_limit` per second of elapsed time and holds at most one
 //!   second's worth (or one tick's, when ticks are longer), so the rate holds for any
 //!   `interval` and a tick landing a few ms early does not lose a window;
@@ -29,7 +29,9 @@
 //!   (`pgdat_free_space_enough`) is not applied, so the configured limit always holds;
 //! * demotion: regions with no access for `cold_min_age`, oldest first (DAMOS
 //!   `damon_cold_score`), move from fast nodes to their demotion target (the kernel's
-//!   `node_demotion[].preferred`), under a size quota per interval (DAMOS quota).
+//!   `node_demotion[].preferred`), under a size quota per interval (DAMOS quota), except
+//!   pages of a 2 MiB granule seen inside an accessed region within `cold_min_age` (the
+//!   part the referenced bit plays for reclaim; see `Controller::last_accessed`).
 //!
 //! The controller is pure: pages are queried and moved through the [`PageOps`] trait
 //! (real `move_pages` on a host, a map in tests).
