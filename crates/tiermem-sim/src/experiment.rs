@@ -701,6 +701,46 @@ pub fn metric(value: &serde_json::Value, path: &str) -> Option<f64> {
     cur.as_f64()
 }
 
+/// Run every config on up to one thread per CPU, in any order; results come back in the
+/// configs' order. `progress(done, total, index)` is called as each run ends.
+pub fn run_all(
+    configs: &[SimConfig],
+    progress: &(dyn Fn(usize, usize, usize) + Sync),
+) -> Vec<Result<crate::engine::SimResult, SimError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let n = configs.len();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .min(n)
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<crate::engine::SimResult, SimError>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= n {
+                    break;
+                }
+                let r = Simulation::new(&configs[i]).and_then(|mut sim| sim.run(&mut |_| {}));
+                *slots[i].lock().expect("no poisoned lock") = Some(r);
+                progress(done.fetch_add(1, Ordering::SeqCst) + 1, n, i);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("no poisoned lock")
+                .expect("every run ran")
+        })
+        .collect()
+}
+
 /// Run every variant (in parallel on the available cores, results in variant order) and
 /// write `results.json`, `report.md` and the per-variant files under `out`.
 pub fn run(
@@ -723,36 +763,12 @@ pub fn run(
             )
         })
         .collect::<Result<_, _>>()?;
-    let n = exp.variants.len();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |p| p.get())
-        .min(n)
-        .max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<crate::engine::SimResult, SimError>>>> =
-        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= n {
-                    break;
-                }
-                let r = Simulation::new(&configs[i]).and_then(|mut sim| sim.run(&mut |_| {}));
-                *slots[i].lock().expect("no poisoned lock") = Some(r);
-                let d = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                progress(d, n, &exp.variants[i].name);
-            });
-        }
+    let runs = run_all(&configs, &|done, n, i| {
+        progress(done, n, &exp.variants[i].name)
     });
     let mut results = Vec::new();
-    for (i, v) in exp.variants.iter().enumerate() {
-        let r = slots[i]
-            .lock()
-            .expect("no poisoned lock")
-            .take()
-            .expect("every variant ran")?;
+    for (i, (v, r)) in exp.variants.iter().zip(runs).enumerate() {
+        let r = r?;
         let summary_json = serde_json::to_string_pretty(&r.summary).expect("summary serialises");
         let sv: serde_json::Value = serde_json::from_str(&summary_json).expect("valid json");
         let mut metrics = BTreeMap::new();

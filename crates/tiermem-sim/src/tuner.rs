@@ -9,7 +9,6 @@
 //! simulation of the config with `kernel.weighted_interleave.weights` set (6.16 semantics,
 //! manual mode); candidates run in parallel on the available cores.
 
-use crate::engine::Simulation;
 use crate::experiment::metric;
 use crate::SimError;
 use tiermem_core::config::{SimConfig, WorkloadConfig};
@@ -174,46 +173,18 @@ fn run_parallel(
     metric_path: &str,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<f64>, SimError> {
-    let n = configs.len();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |p| p.get())
-        .min(n)
-        .max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<f64, SimError>>>> =
-        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= n {
-                    break;
-                }
-                let r = Simulation::new(&configs[i])
-                    .and_then(|mut sim| sim.run(&mut |_| {}))
-                    .and_then(|res| {
-                        let v = serde_json::to_value(&res.summary).expect("summary serialises");
-                        metric(&v, metric_path).ok_or_else(|| {
-                            ConfigError::invalid(
-                                "metric",
-                                format!("no metric {metric_path:?} in the summary"),
-                            )
-                            .into()
-                        })
-                    });
-                *slots[i].lock().expect("no poisoned lock") = Some(r);
-                let d = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                progress(d, n);
-            });
-        }
-    });
-    slots
+    crate::experiment::run_all(configs, &|done, n, _| progress(done, n))
         .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .expect("no poisoned lock")
-                .expect("every job ran")
+        .map(|r| {
+            let res = r?;
+            let v = serde_json::to_value(&res.summary).expect("summary serialises");
+            metric(&v, metric_path).ok_or_else(|| {
+                ConfigError::invalid(
+                    "metric",
+                    format!("no metric {metric_path:?} in the summary"),
+                )
+                .into()
+            })
         })
         .collect()
 }
