@@ -332,6 +332,7 @@ fn cmd_tune(
             tiermem_core::config::WorkloadConfig::Parsec(_) => "accesses",
             tiermem_core::config::WorkloadConfig::VmGuest(_) => "mean_access_ns",
             tiermem_core::config::WorkloadConfig::Trace(_) => "accesses_per_s",
+            tiermem_core::config::WorkloadConfig::Synthetic(_) => "accesses_per_s",
         };
         format!("workloads[{workload}].{m}")
     });
@@ -486,6 +487,9 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::Xsbench { name, lookups_per_s, complete, .. } => println!(
                 "{name}: XSBench {lookups_per_s:.0} lookups/s{}",
                 if *complete { "" } else { " (incomplete: raise duration)" }
+            ),
+            tiermem_sim::workload::WorkloadResult::Synthetic { name, threads, accesses, accesses_per_s, .. } => println!(
+                "{name}: {threads} thread(s), {accesses} accesses ({accesses_per_s:.0} per s)"
             ),
             tiermem_sim::workload::WorkloadResult::Trace { name, accesses, trace_accesses, run_seconds, mean_access_ns, .. } => println!(
                 "{name}: trace replay {accesses} accesses (trace: {trace_accesses} per pass) in {run_seconds:.4} s, mean access {mean_access_ns:.1} ns"

@@ -66,6 +66,10 @@ struct TopLevel {
     #[allow(dead_code)]
     #[serde(default)]
     workloads: Option<toml::Value>,
+    /// A validation scenario's checks (`tiermem validate`), ignored by the simulator.
+    #[allow(dead_code)]
+    #[serde(default)]
+    validate: Option<toml::Value>,
 }
 
 fn default_seed() -> u64 {
@@ -466,6 +470,9 @@ pub enum WorkloadConfig {
     VmGuest(crate::ksm::VmGuestConfig),
     Xsbench(XsbenchConfig),
     Trace(TraceConfig),
+    /// Regions with placement, access patterns at fixed rates, idle filler and KSM
+    /// content: the workload `tiermem workload run` also runs on a live host.
+    Synthetic(crate::synthetic::SyntheticConfig),
 }
 
 impl WorkloadConfig {
@@ -479,6 +486,7 @@ impl WorkloadConfig {
             WorkloadConfig::VmGuest(_) => "vm_guest",
             WorkloadConfig::Xsbench(_) => "xsbench",
             WorkloadConfig::Trace(_) => "trace",
+            WorkloadConfig::Synthetic(_) => "synthetic",
         }
     }
 }
@@ -1221,6 +1229,14 @@ impl SimConfig {
                     }
                     check_policy(key("policy"), &t.policy)?;
                 }
+                WorkloadConfig::Synthetic(s) => {
+                    s.validate(n)
+                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
+                    if let Some(c) = s.cpu_node {
+                        check_node(key("cpu_node"), c, true)?;
+                    }
+                    check_policy(key("policy"), &s.policy)?;
+                }
             }
         }
         Ok(())
@@ -1235,7 +1251,7 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
     let ty = table.get("type").and_then(|t| t.as_str()).ok_or_else(|| {
         ConfigError::invalid(
             format!("{prefix}.type"),
-            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\", \"trace\"",
+            "missing: one of \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\", \"trace\", \"synthetic\"",
         )
     })?;
     let mut rest = table.clone();
@@ -1250,11 +1266,12 @@ fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigErr
         "vm_guest" => WorkloadConfig::VmGuest(typed(rest, &prefix)?),
         "xsbench" => WorkloadConfig::Xsbench(typed(rest, &prefix)?),
         "trace" => WorkloadConfig::Trace(typed(rest, &prefix)?),
+        "synthetic" => WorkloadConfig::Synthetic(typed(rest, &prefix)?),
         other => {
             return Err(ConfigError::invalid(
                 format!("{prefix}.type"),
                 format!(
-                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\" or \"trace\""
+                    "unknown workload type {other:?}: expected \"pmbench\", \"stream\", \"mlc\", \"xsbench\", \"parsec\", \"hotregions\", \"vm_guest\", \"trace\" or \"synthetic\""
                 ),
             ))
         }
@@ -1291,6 +1308,7 @@ impl WorkloadConfig {
             // Guests map their memory themselves, traces from their address ranges: no
             // mbind regions.
             WorkloadConfig::VmGuest(_) | WorkloadConfig::Trace(_) => Vec::new(),
+            WorkloadConfig::Synthetic(s) => s.regions.iter().map(|r| r.name.clone()).collect(),
         }
     }
 }

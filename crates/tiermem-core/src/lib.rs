@@ -32,6 +32,8 @@ pub mod interleave;
 pub mod ksm;
 pub mod mempolicy;
 pub mod presets;
+pub mod synthetic;
+pub mod timeline;
 pub mod timing;
 pub mod topology;
 pub mod units;

@@ -62,6 +62,10 @@ struct Thread {
     win_active: u64,
     /// CPU runtime (ps), which drives the NUMA scanner (`task_tick_numa`).
     runtime: u64,
+    /// Fixed-rate threads: ps between access issues (0: back to back), and the earliest
+    /// issue time of the next access.
+    pace: u64,
+    next_slot: u64,
     // Cumulative counters.
     accesses: u64,
     lines: u64,
@@ -98,6 +102,8 @@ struct Row {
     mean_latency_ns: f64,
     nodes: Vec<(u64, u64, f64, f64, f64, u32)>,
     vmstat: Vec<u64>,
+    /// [`crate::observe::ExtraColumns`] values.
+    extra: Vec<u64>,
 }
 
 /// Per-node results in the summary.
@@ -198,6 +204,7 @@ pub struct SimResult {
 /// A configured simulation.
 pub struct Simulation {
     cfg: SimConfig,
+    extra: crate::observe::ExtraColumns,
     pub kernel: Kernel,
     timing: TimingModel,
     threads: Vec<Thread>,
@@ -296,6 +303,8 @@ impl Simulation {
                     win_lines: vec![0; nn * NR_KINDS],
                     win_active: 0,
                     runtime: 0,
+                    pace: s.pace.map_or(0, |p| p.ps()),
+                    next_slot: s.start.ps(),
                     accesses: 0,
                     lines: 0,
                     lat_sum: 0,
@@ -332,7 +341,9 @@ impl Simulation {
                 seed,
             )?);
         }
+        let extra = crate::observe::ExtraColumns::new(cfg, &kernel, &proc_workload);
         let mut sim = Simulation {
+            extra,
             kdamonds,
             proc_workload,
             memused_sum: (0, 0),
@@ -591,6 +602,7 @@ impl Simulation {
             let mut i = th.cursor;
             let n = th.buf.len();
             let (cpa, cpl) = (th.cpu_per_access, th.cpu_per_line);
+            let (pace, mut next_slot) = (th.pace, th.next_slot);
             let mut accesses = 0u64;
             let mut lines_total = 0u64;
             let mut lat_sum = 0u64;
@@ -598,6 +610,15 @@ impl Simulation {
             while i < n && clock < limit {
                 if i + PREFETCH_AHEAD < n {
                     prefetch(ptes, th.buf[i + PREFETCH_AHEAD].idx as usize);
+                }
+                if clock < next_slot {
+                    // A fixed-rate thread spins until the access's issue time (within
+                    // this window; past it, the spin continues in the next one).
+                    if next_slot >= limit {
+                        clock = limit;
+                        break;
+                    }
+                    clock = next_slot;
                 }
                 let a = th.buf[i];
                 let e = ptes[a.idx as usize];
@@ -609,6 +630,7 @@ impl Simulation {
                 ptes[a.idx as usize] = e | PTE_ACCESSED | DIRTY[kind];
                 let slot = pte_node(e) * NR_KINDS + kind;
                 let lines = a.lines as u64;
+                next_slot += pace;
                 clock += cpa + lines * (cpl + th.lat[slot]);
                 lat_sum += lines * th.lat_raw[slot];
                 th.win_lines[slot] += lines;
@@ -617,6 +639,7 @@ impl Simulation {
                 i += 1;
             }
             th.cursor = i;
+            th.next_slot = next_slot;
             th.accesses += accesses;
             th.lines += lines_total;
             th.lat_sum += lat_sum as u128;
@@ -783,12 +806,18 @@ impl Simulation {
         } else {
             0.0
         };
+        let mut per_workload = vec![0u64; self.cfg.workloads.len()];
+        for th in &self.threads {
+            per_workload[th.spec_workload] += th.accesses;
+        }
+        let extra = self.extra.sample(&self.kernel, &per_workload);
         self.rows.push(Row {
             time_s: t,
             throughput: self.sample_accesses as f64 / dt,
             mean_latency_ns: mean_lat,
             nodes,
             vmstat,
+            extra,
         });
         self.sample_accesses = 0;
         self.sample_lat = (0, 0);
@@ -805,6 +834,9 @@ impl Simulation {
         for v in Vm::ALL {
             let _ = write!(s, ",{}", v.name());
         }
+        for name in self.extra.names() {
+            let _ = write!(s, ",{name}");
+        }
         s.push('\n');
         for r in &self.rows {
             let _ = write!(
@@ -815,7 +847,7 @@ impl Simulation {
             for (u, f, rd, wr, l, th) in &r.nodes {
                 let _ = write!(s, ",{u},{f},{rd:.3},{wr:.3},{l:.3},{th}");
             }
-            for v in &r.vmstat {
+            for v in r.vmstat.iter().chain(&r.extra) {
                 let _ = write!(s, ",{v}");
             }
             s.push('\n');

@@ -53,7 +53,8 @@ pub fn workload_policy(cfg: &SimConfig, w: usize) -> Option<MemPolicy> {
             WorkloadConfig::Parsec(_)
             | WorkloadConfig::Hotregions(_)
             | WorkloadConfig::VmGuest(_)
-            | WorkloadConfig::Trace(_) => return None,
+            | WorkloadConfig::Trace(_)
+            | WorkloadConfig::Synthetic(_) => return None,
         };
     if policy.mode == PolicyMode::WeightedInterleave {
         return Some(policy.clone());

@@ -249,6 +249,7 @@ pub fn build(
             barrier_group: None,
             generator: Generator::VmGuest(gen),
             latency_probe,
+            pace: None,
         };
         let mut boot = base(
             VmGen::Boot {

@@ -66,6 +66,7 @@ pub enum Generator {
     VmGuest(crate::vm_guest::VmGen),
     Xsbench(crate::xsbench::XsbenchGen),
     Trace(Box<crate::trace_replay::TraceGen>),
+    Synthetic(crate::synthetic::SyntheticGen),
 }
 
 impl Generator {
@@ -82,6 +83,7 @@ impl Generator {
             Generator::VmGuest(g) => g.next(rng, out),
             Generator::Xsbench(g) => g.next(rng, out),
             Generator::Trace(g) => g.next(out),
+            Generator::Synthetic(g) => g.next(rng, out),
         }
     }
 
@@ -606,6 +608,9 @@ pub struct ThreadSpec {
     pub generator: Generator,
     /// Is this the MLC latency thread?
     pub latency_probe: bool,
+    /// Fixed access rate: access k is issued no earlier than `start + k × pace` (the
+    /// thread spins in between, so its CPU time is its wall time). `None`: back to back.
+    pub pace: Option<SimDuration>,
 }
 
 /// Create the processes of every workload in the kernel and return their threads.
@@ -654,6 +659,7 @@ pub fn build(
                             barrier_group: None,
                             generator: Generator::Pmbench(PmbenchGen::new(p, t)),
                             latency_probe: false,
+                            pace: None,
                         });
                     }
                 }
@@ -689,6 +695,7 @@ pub fn build(
                         barrier_group: Some(group),
                         generator: Generator::Stream(StreamGen::new(s, [0, pages, 2 * pages], t)),
                         latency_probe: false,
+                        pace: None,
                     });
                 }
             }
@@ -726,6 +733,7 @@ pub fn build(
                             m.traffic,
                         )),
                         latency_probe: false,
+                        pace: None,
                     });
                 }
                 if m.latency_thread {
@@ -745,6 +753,7 @@ pub fn build(
                             lat_pages,
                         )),
                         latency_probe: true,
+                        pace: None,
                     });
                 }
             }
@@ -820,9 +829,17 @@ pub fn build(
                             t,
                         )),
                         latency_probe: false,
+                        pace: None,
                     });
                 }
             }
+            WorkloadConfig::Synthetic(s) => threads.extend(crate::synthetic::build(
+                s,
+                wi,
+                s.cpu_node.unwrap_or(first_cpu),
+                topo.cpu_per_access,
+                kernel,
+            )),
             WorkloadConfig::Trace(t) => {
                 let name = t.name.clone().unwrap_or_else(|| format!("trace{wi}"));
                 let cpu = t.cpu_node.unwrap_or(first_cpu);
@@ -865,6 +882,7 @@ pub fn build(
                                 ),
                             )),
                             latency_probe: false,
+                            pace: None,
                         });
                     }
                 }
@@ -977,6 +995,15 @@ pub enum WorkloadResult {
         /// Mean over guests of the probe's time per access, ns.
         mean_access_ns: f64,
     },
+    /// `type = "synthetic"`: accesses by the access threads.
+    Synthetic {
+        name: String,
+        threads: u32,
+        accesses: u64,
+        /// Longest thread run time, seconds.
+        run_seconds: f64,
+        accesses_per_s: f64,
+    },
     Trace {
         name: String,
         processes: u32,
@@ -1025,6 +1052,7 @@ fn damon_workload_thread(
         barrier_group: None,
         generator,
         latency_probe: false,
+        pace: None,
     }
 }
 
@@ -1198,6 +1226,7 @@ pub fn results(
                     complete,
                 });
             }
+            WorkloadConfig::Synthetic(s) => out.push(crate::synthetic::result(s, wi, &rs)),
             WorkloadConfig::Trace(t) => {
                 let mut accesses = 0u64;
                 let mut run = 0.0f64;

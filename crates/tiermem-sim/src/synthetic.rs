@@ -1,0 +1,223 @@
+//! The synthetic workload in the simulator (`type = "synthetic"`,
+//! [`tiermem_core::synthetic`]): the same regions, placement, patterns, rates and KSM
+//! content that `tiermem workload run` produces on a live host.
+//!
+//! Build order follows the live runner: map every region (one VMA each); give each region
+//! its `place` policy as VMA policy, populate the regions in order through the fault path
+//! (`do_anonymous_page`, so interleave policies use the page offset as first touch does);
+//! switch each VMA policy to the region's `mbind` (or none); mark KSM regions
+//! `MADV_MERGEABLE` with their content. Population is instantaneous at time 0: the live
+//! runner starts its clock when population is done, with NUMA balancing and ksmd off until
+//! then.
+//!
+//! Tasks: the process's main thread (which populated the regions and then only waits) is
+//! registered first, so that the access threads are *new threads of an existing mm* and
+//! stagger their first scan as `init_numa_balancing` does; then one task per access thread.
+
+use crate::kernel::Kernel;
+use crate::workload::{Access, Generator, Step, ThreadSpec, K_READ, K_WRITE};
+use rand_core::RngCore;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use tiermem_core::synthetic::{KsmContent, PageSampler, RegionSchedule, SyntheticConfig};
+use tiermem_core::units::{NodeId, SimDuration, SimTime};
+
+/// Content id of every page of every `identical` region (below the fresh-content range).
+const IDENTICAL_CONTENT: u32 = 0x7000_0000;
+/// Content ids of `identical_within_region` regions: this base + workload × 64 + region.
+const REGION_CONTENT_BASE: u32 = 0x7000_0001;
+const BATCH: usize = 256;
+
+/// One thread of a synthetic workload.
+pub enum SyntheticGen {
+    /// The main thread: nothing to do after population.
+    Main,
+    /// An access thread.
+    Access(Box<AccessGen>),
+}
+
+pub struct AccessGen {
+    started: bool,
+    schedule: RegionSchedule,
+    /// Per region of the workload: (first page-table index, sampler); idle regions `None`.
+    regions: Vec<Option<(u32, PageSampler)>>,
+    /// Stores per 2^32 accesses.
+    write_threshold: u64,
+}
+
+impl SyntheticGen {
+    pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
+        match self {
+            SyntheticGen::Main => Step::Done,
+            SyntheticGen::Access(g) => g.next(rng, out),
+        }
+    }
+}
+
+impl AccessGen {
+    fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
+        if !self.started {
+            self.started = true;
+            return Step::RunStart;
+        }
+        if self.schedule.is_empty() {
+            return Step::Done;
+        }
+        for _ in 0..BATCH {
+            let j = self.schedule.next_region();
+            let Some((base, sampler)) = &self.regions[j] else {
+                continue;
+            };
+            let page = sampler.sample(rng.next_u64(), rng.next_u64());
+            let kind = if (rng.next_u64() >> 32) < self.write_threshold {
+                K_WRITE
+            } else {
+                K_READ
+            };
+            out.push(Access {
+                idx: base + page as u32,
+                lines: 1,
+                kind,
+            });
+        }
+        Step::Accesses
+    }
+}
+
+/// Create the process and its threads (main first, then the access threads).
+pub fn build(
+    s: &SyntheticConfig,
+    wi: usize,
+    cpu: NodeId,
+    default_cpu_per_access: SimDuration,
+    kernel: &mut Kernel,
+) -> Vec<ThreadSpec> {
+    let name = s.name.clone().unwrap_or_else(|| format!("synthetic{wi}"));
+    let vmas = s
+        .regions
+        .iter()
+        .map(|r| (r.name.clone(), r.pages() as u32, r.place.clone()))
+        .collect();
+    let proc = kernel.add_process(name, cpu, s.policy.clone(), vmas);
+    place_regions(s, wi, proc, cpu, kernel);
+    let mut threads = vec![spec(wi, proc, cpu, SimDuration::ZERO, None, Generator::Synthetic(SyntheticGen::Main))];
+    let pace = s.thread_rate().map(|r| SimDuration::from_secs_f64(1.0 / r));
+    let cpa = s.cpu_per_access.unwrap_or(if pace.is_some() {
+        SimDuration::ZERO
+    } else {
+        default_cpu_per_access
+    });
+    for _ in 0..s.threads {
+        let gen = AccessGen {
+            started: false,
+            schedule: s.schedule(),
+            regions: region_samplers(s, kernel, proc),
+            write_threshold: ((100 - s.read_ratio) as u64) << 32 / 100,
+        };
+        let mut t = spec(wi, proc, cpu, cpa, s.duration, Generator::Synthetic(SyntheticGen::Access(Box::new(gen))));
+        t.start = s.start;
+        t.pace = pace;
+        threads.push(t);
+    }
+    threads
+}
+
+fn spec(
+    wi: usize,
+    proc: u16,
+    cpu: NodeId,
+    cpa: SimDuration,
+    run: Option<SimDuration>,
+    generator: Generator,
+) -> ThreadSpec {
+    ThreadSpec {
+        workload: wi,
+        proc,
+        cpu_node: cpu,
+        mlp: 1,
+        cpu_per_access: cpa,
+        cpu_per_line: SimDuration::ZERO,
+        cpu_per_line_from_run: false,
+        start: SimDuration::ZERO,
+        run_duration: run,
+        barrier_group: None,
+        generator,
+        latency_probe: false,
+        pace: None,
+    }
+}
+
+fn region_samplers(
+    s: &SyntheticConfig,
+    kernel: &Kernel,
+    proc: u16,
+) -> Vec<Option<(u32, PageSampler)>> {
+    s.regions
+        .iter()
+        .zip(&kernel.procs[proc as usize].vmas)
+        .map(|(r, v)| r.pattern().map(|p| (v.pte_base, PageSampler::new(p, r.pages()))))
+        .collect()
+}
+
+/// Placement: populate each region under its `place` policy (already its VMA policy),
+/// then install the run-time VMA policies, contents and KSM advice.
+fn place_regions(s: &SyntheticConfig, wi: usize, proc: u16, cpu: NodeId, kernel: &mut Kernel) {
+    for (j, r) in s.regions.iter().enumerate() {
+        let (base, pages) = {
+            let v = &kernel.procs[proc as usize].vmas[j];
+            (v.pte_base, v.pages)
+        };
+        if r.populate {
+            for idx in base..base + pages {
+                if let Err(e) = kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO) {
+                    tracing::warn!(?e, region = %r.name, "populating the region failed");
+                    break;
+                }
+            }
+        }
+        if let Some(k) = r.ksm {
+            for idx in base..base + pages {
+                let c = match k {
+                    KsmContent::Identical => Some(IDENTICAL_CONTENT),
+                    KsmContent::IdenticalWithinRegion => {
+                        Some(REGION_CONTENT_BASE + (wi as u32 % 1024) * 64 + j as u32)
+                    }
+                    KsmContent::Unique => kernel.ksm_fresh_content(),
+                };
+                if let Some(c) = c {
+                    kernel.ksm_set_content(proc, idx, c);
+                }
+            }
+        }
+    }
+    for (j, r) in s.regions.iter().enumerate() {
+        kernel.procs[proc as usize].vmas[j].policy = r.mbind.clone();
+        if r.ksm.is_some() {
+            if let Err(e) = kernel.ksm_madvise_mergeable(proc, j) {
+                tracing::warn!(%e, region = %r.name, "MADV_MERGEABLE failed");
+            }
+        }
+    }
+}
+
+/// The per-workload result of a synthetic workload.
+pub fn result(
+    s: &SyntheticConfig,
+    wi: usize,
+    reports: &[&crate::workload::ThreadReport],
+) -> crate::workload::WorkloadResult {
+    let mut accesses = 0;
+    let mut run = 0.0f64;
+    for r in reports {
+        accesses += r.run_accesses;
+        if let (Some(a), Some(b)) = (r.run_start, r.run_end) {
+            run = run.max(b.since(a).secs_f64());
+        }
+    }
+    crate::workload::WorkloadResult::Synthetic {
+        name: s.name.clone().unwrap_or_else(|| format!("synthetic{wi}")),
+        threads: s.threads,
+        accesses,
+        run_seconds: run,
+        accesses_per_s: if run > 0.0 { accesses as f64 / run } else { 0.0 },
+    }
+}
