@@ -37,6 +37,7 @@ pub mod timeline;
 pub mod timing;
 pub mod topology;
 pub mod units;
+pub mod vmstat;
 
 use std::fmt;
 

@@ -40,3 +40,81 @@ pub fn scan_seq_column(workload: &str) -> String {
 pub fn accesses_column(workload: &str) -> String {
     format!("{workload}.accesses")
 }
+
+/// Per-node columns, in order, after `node<N>_`.
+pub const NODE_COLUMNS: &[&str] = &[
+    "used_pages",
+    "free_pages",
+    "read_MBps",
+    "write_MBps",
+    "latency_ns",
+    "hot_threshold_ms",
+];
+
+/// The columns every timeline starts with: `time_s`, throughput, mean latency, the
+/// per-node columns of each node, then every [`crate::vmstat::Vm`] counter by its
+/// `/proc/vmstat` name (cumulative, system-wide).
+pub fn base_columns(nr_nodes: usize) -> Vec<String> {
+    let mut c = vec![
+        "time_s".to_string(),
+        "throughput_accesses_per_s".to_string(),
+        "mean_latency_ns".to_string(),
+    ];
+    for n in 0..nr_nodes {
+        for what in NODE_COLUMNS {
+            c.push(format!("node{n}_{what}"));
+        }
+    }
+    c.extend(crate::vmstat::Vm::ALL.iter().map(|v| v.name().to_string()));
+    c
+}
+
+/// One column after the base columns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExtraColumn {
+    /// A `/sys/kernel/mm/ksm/` counter (present when the config has `[kernel.ksm]`).
+    Ksm(&'static str),
+    /// Pages of region `region` of workload `workload` on node `node`.
+    RegionNode {
+        workload: usize,
+        region: usize,
+        node: usize,
+    },
+    /// The NUMA scanner's `numa_scan_seq` of the workload's process.
+    ScanSeq { workload: usize },
+    /// Cumulative accesses of the workload's threads.
+    Accesses { workload: usize },
+}
+
+/// The extra columns of a config, in timeline order with their names: KSM counters, then
+/// for each synthetic workload its regions × nodes, its scan sequence and its accesses.
+pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String)> {
+    let mut out = Vec::new();
+    if cfg.kernel.ksm.is_some() {
+        for &f in KSM_TIMELINE_FILES {
+            out.push((ExtraColumn::Ksm(f), ksm_column(f)));
+        }
+    }
+    let nr_nodes = cfg.machine.nodes.len();
+    for (wi, w) in cfg.workloads.iter().enumerate() {
+        let crate::config::WorkloadConfig::Synthetic(s) = w else {
+            continue;
+        };
+        let name = s.name.clone().unwrap_or_else(|| format!("synthetic{wi}"));
+        for (ri, r) in s.regions.iter().enumerate() {
+            for node in 0..nr_nodes {
+                out.push((
+                    ExtraColumn::RegionNode {
+                        workload: wi,
+                        region: ri,
+                        node,
+                    },
+                    region_node_column(&name, &r.name, node),
+                ));
+            }
+        }
+        out.push((ExtraColumn::ScanSeq { workload: wi }, scan_seq_column(&name)));
+        out.push((ExtraColumn::Accesses { workload: wi }, accesses_column(&name)));
+    }
+    out
+}

@@ -341,7 +341,7 @@ impl Simulation {
                 seed,
             )?);
         }
-        let extra = crate::observe::ExtraColumns::new(cfg, &kernel, &proc_workload);
+        let extra = crate::observe::ExtraColumns::new(cfg, &proc_workload);
         let mut sim = Simulation {
             extra,
             kdamonds,
@@ -827,16 +827,9 @@ impl Simulation {
 
     fn timeline_csv(&self) -> String {
         let nn = self.kernel.nodes.len();
-        let mut s = String::from("time_s,throughput_accesses_per_s,mean_latency_ns");
-        for n in 0..nn {
-            let _ = write!(s, ",node{n}_used_pages,node{n}_free_pages,node{n}_read_MBps,node{n}_write_MBps,node{n}_latency_ns,node{n}_hot_threshold_ms");
-        }
-        for v in Vm::ALL {
-            let _ = write!(s, ",{}", v.name());
-        }
-        for name in self.extra.names() {
-            let _ = write!(s, ",{name}");
-        }
+        let mut header = tiermem_core::timeline::base_columns(nn);
+        header.extend(self.extra.names().iter().cloned());
+        let mut s = header.join(",");
         s.push('\n');
         for r in &self.rows {
             let _ = write!(

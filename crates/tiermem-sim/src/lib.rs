@@ -39,7 +39,7 @@ pub mod timing;
 pub mod trace_replay;
 pub mod tuner;
 pub mod vm_guest;
-pub mod vmstat;
+pub use tiermem_core::vmstat;
 pub mod workload;
 pub mod xsbench;
 

@@ -1,62 +1,33 @@
 //! Extra timeline columns (an observer: it reads kernel state, never changes it): KSM's
 //! sysfs counters, where each synthetic region's pages are (`numa_maps`), the NUMA
-//! scanner's sequence and accesses per synthetic workload. Names come from
-//! [`tiermem_core::timeline`], the same the live workload runner writes.
+//! scanner's sequence and accesses per synthetic workload. Columns and names come from
+//! [`tiermem_core::timeline::extra_columns`], which the live workload runner uses too.
 
 use crate::kernel::Kernel;
 use crate::mem::{pte_node, PTE_PRESENT};
-use tiermem_core::config::{SimConfig, WorkloadConfig};
-use tiermem_core::timeline as col;
-
-enum Col {
-    Ksm(&'static str),
-    /// Pages of (process, VMA) on a node.
-    Region { proc: u16, vma: usize, node: usize },
-    ScanSeq { proc: u16 },
-    Accesses { workload: usize },
-}
+use tiermem_core::config::SimConfig;
+use tiermem_core::timeline::{extra_columns, ExtraColumn};
 
 /// The extra columns of one run.
 pub struct ExtraColumns {
-    cols: Vec<Col>,
+    cols: Vec<ExtraColumn>,
     names: Vec<String>,
+    /// The process of each workload (its first).
+    workload_proc: Vec<Option<u16>>,
 }
 
 impl ExtraColumns {
     /// Columns for the run's config; `proc_workload[p]` is the workload of process `p`.
-    pub fn new(cfg: &SimConfig, kernel: &Kernel, proc_workload: &[usize]) -> Self {
-        let mut cols = Vec::new();
-        let mut names = Vec::new();
-        if kernel.ksm.is_some() {
-            for &f in col::KSM_TIMELINE_FILES {
-                cols.push(Col::Ksm(f));
-                names.push(col::ksm_column(f));
-            }
+    pub fn new(cfg: &SimConfig, proc_workload: &[usize]) -> Self {
+        let (cols, names) = extra_columns(cfg).into_iter().unzip();
+        let workload_proc = (0..cfg.workloads.len())
+            .map(|w| proc_workload.iter().position(|&x| x == w).map(|p| p as u16))
+            .collect();
+        ExtraColumns {
+            cols,
+            names,
+            workload_proc,
         }
-        for (wi, w) in cfg.workloads.iter().enumerate() {
-            let WorkloadConfig::Synthetic(s) = w else {
-                continue;
-            };
-            let Some(proc) = proc_workload.iter().position(|&x| x == wi) else {
-                continue;
-            };
-            let name = s.name.clone().unwrap_or_else(|| format!("synthetic{wi}"));
-            for (vma, r) in s.regions.iter().enumerate() {
-                for node in 0..kernel.nodes.len() {
-                    cols.push(Col::Region {
-                        proc: proc as u16,
-                        vma,
-                        node,
-                    });
-                    names.push(col::region_node_column(&name, &r.name, node));
-                }
-            }
-            cols.push(Col::ScanSeq { proc: proc as u16 });
-            names.push(col::scan_seq_column(&name));
-            cols.push(Col::Accesses { workload: wi });
-            names.push(col::accesses_column(&name));
-        }
-        ExtraColumns { cols, names }
     }
 
     pub fn names(&self) -> &[String] {
@@ -67,25 +38,31 @@ impl ExtraColumns {
     pub fn sample(&self, kernel: &Kernel, accesses: &[u64]) -> Vec<u64> {
         let ksm = kernel.ksm_counters();
         let mut hist: Option<((u16, usize), Vec<u64>)> = None;
+        let proc_of = |w: usize| self.workload_proc.get(w).copied().flatten();
         self.cols
             .iter()
             .map(|c| match *c {
-                Col::Ksm(f) => ksm
+                ExtraColumn::Ksm(f) => ksm
                     .as_ref()
                     .and_then(|m| m.get(f))
                     .map_or(0, |&v| v.max(0) as u64),
-                Col::Region { proc, vma, node } => {
-                    if hist.as_ref().map(|h| h.0) != Some((proc, vma)) {
-                        hist = Some(((proc, vma), region_nodes(kernel, proc, vma)));
+                ExtraColumn::RegionNode {
+                    workload,
+                    region,
+                    node,
+                } => {
+                    let Some(proc) = proc_of(workload) else {
+                        return 0;
+                    };
+                    if hist.as_ref().map(|h| h.0) != Some((proc, region)) {
+                        hist = Some(((proc, region), region_nodes(kernel, proc, region)));
                     }
                     hist.as_ref().map_or(0, |h| h.1.get(node).copied().unwrap_or(0))
                 }
-                Col::ScanSeq { proc } => kernel
-                    .numa
-                    .mm
-                    .get(proc as usize)
+                ExtraColumn::ScanSeq { workload } => proc_of(workload)
+                    .and_then(|p| kernel.numa.mm.get(p as usize))
                     .map_or(0, |m| m.scan_seq as u64),
-                Col::Accesses { workload } => accesses.get(workload).copied().unwrap_or(0),
+                ExtraColumn::Accesses { workload } => accesses.get(workload).copied().unwrap_or(0),
             })
             .collect()
     }
