@@ -37,6 +37,7 @@ pub mod plan;
 pub mod state;
 pub mod sys;
 pub mod weights;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 

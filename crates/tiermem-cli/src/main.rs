@@ -18,6 +18,7 @@ use tiermem_sim::experiment;
 
 mod live;
 mod trace_cmd;
+mod workload_cmd;
 
 #[derive(Parser)]
 #[command(
@@ -150,6 +151,11 @@ enum Cmd {
     Agent(live::AgentArgs),
     /// Start a program under a memory policy and/or process-wide KSM merging.
     Exec(live::ExecArgs),
+    /// Run a scenario's synthetic workload on this host and record the kernel's timeline.
+    Workload {
+        #[command(subcommand)]
+        cmd: workload_cmd::WorkloadCmd,
+    },
 }
 
 /// An error with the exit code it maps to.
@@ -258,6 +264,7 @@ fn main() -> ExitCode {
         Cmd::Topology(a) => live::cmd_topology(a).map_err(live_failure),
         Cmd::Agent(a) => live::cmd_agent(a).map_err(live_failure),
         Cmd::Exec(a) => live::cmd_exec(a).map_err(live_failure),
+        Cmd::Workload { cmd } => workload_cmd::run(cmd).map_err(live_failure),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -111,7 +111,7 @@ pub fn build(
             started: false,
             schedule: s.schedule(),
             regions: region_samplers(s, kernel, proc),
-            write_threshold: ((100 - s.read_ratio) as u64) << 32 / 100,
+            write_threshold: (((100 - s.read_ratio) as u64) << 32) / 100,
         };
         let mut t = spec(wi, proc, cpu, cpa, s.duration, Generator::Synthetic(SyntheticGen::Access(Box::new(gen))));
         t.start = s.start;

@@ -1,0 +1,165 @@
+//! The scenario's `[kernel]` knobs as writes to the running kernel's files.
+//!
+//! A simulator config states every knob (defaults filled in), so the live run writes every
+//! knob it can: the kernel then runs with exactly the values the simulator assumed, not
+//! with whatever the host had (Debian boots with `numa_balancing = 1`, for one). Knobs are
+//! split in two: the ones written before the workload maps its memory, and the ones that
+//! start mechanisms (`numa_balancing`, `ksm/run`), written at time 0, after population,
+//! as the simulator's regions are populated before its clock starts. Every original is
+//! recorded in the state file first and restored at the end.
+
+use crate::host::{
+    DEBUGFS_NB, DEMOTION_ENABLED, KSM_DIR, NUMA_BALANCING, PROMOTE_RATE_LIMIT,
+    WATERMARK_SCALE_FACTOR, WI_DIR,
+};
+use crate::Error;
+use tiermem_core::config::{KernelConfig, PromotionPolicy};
+use tiermem_core::ConfigError;
+
+/// One file and the value to write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Knob {
+    pub path: String,
+    pub value: String,
+    /// Skip when the file is absent (optional kernel features) instead of failing.
+    pub optional: bool,
+}
+
+fn knob(path: impl Into<String>, value: impl ToString) -> Knob {
+    Knob {
+        path: path.into(),
+        value: value.to_string(),
+        optional: false,
+    }
+}
+
+/// The writes of a scenario: (before population, at time 0).
+pub struct KnobPlan {
+    pub before: Vec<Knob>,
+    pub at_start: Vec<Knob>,
+}
+
+/// Translate `[kernel]` into knob writes. Settings that are simulator assumptions, not
+/// kernel knobs (`numa.promotion` other than the current kernel's, `numa.model_scale`,
+/// swap and zram devices, DAMON contexts) are refused or left to the host's setup, with a
+/// message naming the key.
+pub fn plan(k: &KernelConfig, nr_nodes: usize) -> Result<KnobPlan, Error> {
+    refuse_simulator_only(k)?;
+    let n = &k.numa;
+    let mut before = vec![
+        // NUMA balancing stays off while the workload populates its regions.
+        knob(NUMA_BALANCING, 0),
+        knob(PROMOTE_RATE_LIMIT, n.promote_rate_limit_mbps),
+        knob(format!("{DEBUGFS_NB}/scan_delay_ms"), n.scan_delay_ms),
+        knob(format!("{DEBUGFS_NB}/scan_period_min_ms"), n.scan_period_min_ms),
+        knob(format!("{DEBUGFS_NB}/scan_period_max_ms"), n.scan_period_max_ms),
+        knob(format!("{DEBUGFS_NB}/scan_size_mb"), n.scan_size_mb),
+        knob(format!("{DEBUGFS_NB}/hot_threshold_ms"), n.hot_threshold_ms),
+        knob(DEMOTION_ENABLED, if k.demotion_enabled { "true" } else { "false" }),
+        knob(WATERMARK_SCALE_FACTOR, k.watermark_scale_factor),
+    ];
+    if let Some(m) = k.min_free_kbytes {
+        before.push(knob("/proc/sys/vm/min_free_kbytes", m));
+    }
+    if let Some(w) = &k.weighted_interleave.weights {
+        for (node, v) in w.iter().enumerate().take(nr_nodes) {
+            before.push(knob(format!("{WI_DIR}/node{node}"), v));
+        }
+    }
+    if let Some(a) = k.weighted_interleave.auto {
+        before.push(knob(format!("{WI_DIR}/auto"), if a { "true" } else { "false" }));
+    }
+    let mut at_start = vec![knob(NUMA_BALANCING, k.numa_balancing)];
+    if let Some(ksm) = &k.ksm {
+        // ksmd stops while the knobs change (merge_across_nodes needs no KSM pages).
+        before.push(knob(format!("{KSM_DIR}/run"), 2));
+        for (f, v) in [
+            ("merge_across_nodes", ksm.merge_across_nodes as u64),
+            ("pages_to_scan", ksm.pages_to_scan as u64),
+            ("sleep_millisecs", ksm.sleep_millisecs as u64),
+            ("max_page_sharing", ksm.max_page_sharing as u64),
+            (
+                "stable_node_chains_prune_millisecs",
+                ksm.stable_node_chains_prune_millisecs as u64,
+            ),
+            ("use_zero_pages", ksm.use_zero_pages as u64),
+        ] {
+            before.push(knob(format!("{KSM_DIR}/{f}"), v));
+        }
+        let mut smart = knob(format!("{KSM_DIR}/smart_scan"), ksm.smart_scan);
+        smart.optional = true;
+        before.push(smart);
+        at_start.push(knob(format!("{KSM_DIR}/run"), ksm.run));
+    }
+    Ok(KnobPlan { before, at_start })
+}
+
+fn refuse_simulator_only(k: &KernelConfig) -> Result<(), Error> {
+    let bad = |key: &str, why: &str| Err(Error::Config(ConfigError::invalid(key, why)));
+    if k.numa.promotion != PromotionPolicy::AutoThreshold {
+        return bad(
+            "kernel.numa.promotion",
+            "replays an older kernel's promotion logic in the simulator; a live kernel runs its own",
+        );
+    }
+    if k.numa.model_scale != 1 {
+        return bad(
+            "kernel.numa.model_scale",
+            "scales the simulator's clocks; it is not a kernel knob (set it to 1 to run live)",
+        );
+    }
+    if k.numa.promote_ignore_watermarks {
+        return bad(
+            "kernel.numa.promote_ignore_watermarks",
+            "is a simulator experiment, not a kernel knob",
+        );
+    }
+    for (key, set) in [
+        ("kernel.damon.contexts", !k.damon.contexts.is_empty()),
+        ("kernel.damon.reclaim", k.damon.reclaim.is_some()),
+        ("kernel.damon.lru_sort", k.damon.lru_sort.is_some()),
+        ("kernel.damon.tiering", k.damon.tiering.is_some()),
+    ] {
+        if set {
+            return bad(
+                key,
+                "the workload runner does not start DAMON yet; run `tiermem agent` beside it",
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numa_balancing_is_off_during_population_and_on_at_start() {
+        let cfg = tiermem_core::config::SimConfig::from_toml_str(
+            "machine = \"small\"\n[kernel]\nnuma_balancing = 2\n[kernel.numa]\nhot_threshold_ms = 500\n[kernel.ksm]\nrun = 1\npages_to_scan = 1000\n",
+            "t.toml",
+        )
+        .unwrap();
+        let p = plan(&cfg.kernel, 2).unwrap();
+        assert_eq!(p.before[0], knob(NUMA_BALANCING, 0));
+        assert!(p.before.contains(&knob(format!("{DEBUGFS_NB}/hot_threshold_ms"), 500)));
+        assert!(p.before.contains(&knob(format!("{KSM_DIR}/pages_to_scan"), 1000)));
+        assert!(p.before.contains(&knob(format!("{KSM_DIR}/run"), 2)));
+        assert_eq!(
+            p.at_start,
+            vec![knob(NUMA_BALANCING, 2), knob(format!("{KSM_DIR}/run"), 1)]
+        );
+    }
+
+    #[test]
+    fn simulator_only_settings_are_refused_by_key() {
+        let cfg = tiermem_core::config::SimConfig::from_toml_str(
+            "machine = \"small\"\n[kernel.numa]\nmodel_scale = 32\n",
+            "t.toml",
+        )
+        .unwrap();
+        let e = plan(&cfg.kernel, 2).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("kernel.numa.model_scale"), "{e}");
+    }
+}

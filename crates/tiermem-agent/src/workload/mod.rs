@@ -1,0 +1,474 @@
+//! `tiermem workload run`: run a scenario's synthetic workload on this host and record the
+//! kernel's behaviour into the simulator's `timeline.csv` format.
+//!
+//! Call order ([`run`]): read and validate the scenario (a simulator config) and the host
+//! (nothing written yet; any error ends here); record every knob's original in the state
+//! file and write the scenario's `[kernel]` knobs (NUMA balancing off); map, place and
+//! populate the regions; start the access threads, which wait; at time 0 switch NUMA
+//! balancing and ksmd on, take the baseline reading, release the threads; sample every
+//! `sim.sample_interval` until `duration`; stop the threads, restore every knob, write
+//! `timeline.csv` and `meta.json`. A signal (INT, TERM, HUP, QUIT) or an error after the
+//! first write still restores; after `kill -9`, `tiermem agent --restore --state-file
+//! DIR/knobs.state` does.
+
+pub mod access;
+pub mod knobs;
+pub mod memory;
+pub mod sample;
+
+use crate::fs::HostFs;
+use crate::state::{Saved, StateRecorder};
+use crate::Error;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use tiermem_core::config::{SimConfig, WorkloadConfig};
+use tiermem_core::synthetic::SyntheticConfig;
+use tiermem_core::ConfigError;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    let h = on_signal as extern "C" fn(libc::c_int);
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(s, h as libc::sighandler_t);
+        }
+    }
+}
+
+/// Options of one run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Output directory (created).
+    pub out: PathBuf,
+    /// Override the scenario's duration, in seconds.
+    pub duration_s: Option<f64>,
+    /// The state file recording the knobs' originals. Default `OUT/knobs.state`.
+    pub state_file: Option<PathBuf>,
+    /// Print a progress line this often (0: never).
+    pub progress_every_s: f64,
+}
+
+/// What `meta.json` records next to the timeline.
+#[derive(Debug, Serialize)]
+pub struct Meta {
+    pub tiermem_version: &'static str,
+    pub kernel_release: String,
+    pub scenario: String,
+    pub command: Vec<String>,
+    pub workload: String,
+    pub duration_s: f64,
+    pub sample_interval_s: f64,
+    /// Time the population (placement) took before time 0.
+    pub populate_seconds: f64,
+    pub nodes: Vec<NodeMeta>,
+    pub knobs: Vec<KnobMeta>,
+    pub threads: Vec<access::ThreadStats>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NodeMeta {
+    pub id: u32,
+    pub cpus: Vec<u32>,
+    pub mem_total_bytes: u64,
+    /// `MemFree` at time 0 (after population).
+    pub mem_free_bytes_at_start: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KnobMeta {
+    pub path: String,
+    pub value: String,
+    pub original: Option<String>,
+    pub when: &'static str,
+}
+
+/// The one synthetic workload a live run executes (its index and config).
+fn synthetic_workload(cfg: &SimConfig) -> Result<(usize, &SyntheticConfig), Error> {
+    let mut found = None;
+    for (i, w) in cfg.workloads.iter().enumerate() {
+        match w {
+            WorkloadConfig::Synthetic(s) if found.is_none() => found = Some((i, s)),
+            WorkloadConfig::Synthetic(_) => {
+                return Err(ConfigError::invalid(
+                    format!("workloads[{i}]"),
+                    "a live run executes one synthetic workload (one process); this is the second",
+                )
+                .into())
+            }
+            other => {
+                return Err(ConfigError::invalid(
+                    format!("workloads[{i}].type"),
+                    format!(
+                        "{:?} runs in the simulator only; `tiermem workload run` runs `synthetic` workloads",
+                        other.kind()
+                    ),
+                )
+                .into())
+            }
+        }
+    }
+    found.ok_or_else(|| {
+        ConfigError::invalid("workloads", "no synthetic workload to run ([[workloads]] type = \"synthetic\")").into()
+    })
+}
+
+/// Read and check the scenario against the host: (config, workload index, CPUs to pin to).
+fn prepare(spec: &Path, fs: &HostFs, opts: &Options) -> Result<(SimConfig, usize, Vec<u32>), Error> {
+    let (mut cfg, _) = SimConfig::from_file(spec)?;
+    if let Some(d) = opts.duration_s {
+        if !(d > 0.0 && d.is_finite() && d < 1e6) {
+            return Err(ConfigError::invalid("--duration", format!("must be a positive number of seconds (got {d})")).into());
+        }
+        cfg.duration = tiermem_core::units::SimDuration::from_secs_f64(d);
+    }
+    let (wi, s) = synthetic_workload(&cfg)?;
+    let host = crate::host::read_nodes(fs)?;
+    let want = cfg.machine.nodes.len();
+    if host.len() != want {
+        return Err(ConfigError::invalid(
+            "machine.nodes",
+            format!("the scenario's machine has {want} nodes, this host {}", host.len()),
+        )
+        .into());
+    }
+    for (n, h) in cfg.machine.nodes.iter().zip(&host) {
+        let (a, b) = (n.capacity.0 as f64, h.mem_total_bytes as f64);
+        if b > 0.0 && (a - b).abs() / b > 0.10 {
+            tracing::warn!(
+                node = h.id,
+                scenario = %n.capacity,
+                host_bytes = h.mem_total_bytes,
+                "node size differs from the scenario's by more than 10 %"
+            );
+        }
+    }
+    let cpu_node = s.cpu_node.map_or_else(
+        || host.iter().find(|h| !h.cpus.is_empty()).map(|h| h.id),
+        |n| Some(n.0 as u32),
+    );
+    let cpus = cpu_node
+        .and_then(|n| host.iter().find(|h| h.id == n))
+        .map(|h| h.cpus.clone())
+        .unwrap_or_default();
+    if cpus.is_empty() {
+        return Err(ConfigError::invalid(
+            format!("workloads[{wi}].cpu_node"),
+            "this host's node has no CPUs to run the threads on",
+        )
+        .into());
+    }
+    Ok((cfg, wi, cpus))
+}
+
+/// Run the scenario at `spec` and write `timeline.csv` and `meta.json` to `opts.out`.
+pub fn run(spec: &Path, fs: &HostFs, opts: &Options) -> Result<Meta, Error> {
+    let (cfg, wi, cpus) = prepare(spec, fs, opts)?;
+    let plan = knobs::plan(&cfg.kernel, cfg.machine.nodes.len())?;
+    for k in plan.before.iter().chain(&plan.at_start) {
+        if !k.optional && !fs.exists(&k.path) {
+            return Err(Error::Feature {
+                feature: format!("the knob {}", k.path),
+                path: k.path.clone(),
+                hint: if k.path.contains("/debug/") {
+                    " (mount debugfs: mount -t debugfs none /sys/kernel/debug)".into()
+                } else {
+                    String::new()
+                },
+            });
+        }
+    }
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(&opts.out, "create directory", e))?;
+    let state = opts.state_file.clone().unwrap_or_else(|| opts.out.join("knobs.state"));
+    STOP.store(false, Ordering::SeqCst);
+    install_signal_handlers();
+    let mut rec = StateRecorder::create(&state, fs)?;
+    let mut knob_log = Vec::new();
+    let result = apply_and_record(&cfg, wi, &cpus, fs, opts, &plan, &mut rec, &mut knob_log);
+    let restored = rec.restore(fs);
+    let mut meta = result?;
+    restored?;
+    meta.knobs = knob_log;
+    meta.scenario = spec.display().to_string();
+    write_json(&opts.out.join("meta.json"), &meta)?;
+    Ok(meta)
+}
+
+fn write_knob(
+    fs: &HostFs,
+    rec: &mut StateRecorder,
+    k: &knobs::Knob,
+    when: &'static str,
+    log: &mut Vec<KnobMeta>,
+) -> Result<(), Error> {
+    let original = fs.read_opt(&k.path)?;
+    let Some(orig) = original.clone() else {
+        if k.optional {
+            return Ok(());
+        }
+        return Err(Error::Other(format!("{} disappeared", k.path)));
+    };
+    rec.record(Saved::File {
+        path: k.path.clone(),
+        original: orig,
+    })?;
+    fs.write(&k.path, &k.value)?;
+    log.push(KnobMeta {
+        path: k.path.clone(),
+        value: k.value.clone(),
+        original,
+        when,
+    });
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_and_record(
+    cfg: &SimConfig,
+    wi: usize,
+    cpus: &[u32],
+    fs: &HostFs,
+    opts: &Options,
+    plan: &knobs::KnobPlan,
+    rec: &mut StateRecorder,
+    knob_log: &mut Vec<KnobMeta>,
+) -> Result<Meta, Error> {
+    let WorkloadConfig::Synthetic(s) = &cfg.workloads[wi] else {
+        return Err(Error::Other("not a synthetic workload".into()));
+    };
+    for k in &plan.before {
+        write_knob(fs, rec, k, "before", knob_log)?;
+    }
+    if s.policy != Default::default() {
+        let flags: i32 = s.policy.flags.iter().map(|f| f.kernel_value()).sum();
+        let nodes: Vec<u32> = s.policy.nodes.iter().map(|n| n.0 as u32).collect();
+        crate::sys::set_mempolicy(s.policy.mode.kernel_value() | flags, &nodes)?;
+    }
+    let mapping = memory::map_regions(s)?;
+    let populate_seconds = memory::place_and_populate(s, wi, &mapping)?;
+    let shared = Arc::new(access::Shared {
+        stop: AtomicBool::new(false),
+        accesses: (0..s.threads).map(|_| AtomicU64::new(0)).collect(),
+        start: Barrier::new(s.threads as usize + 1),
+        t0: std::sync::OnceLock::new(),
+    });
+    let handles = access::spawn(s, &mapping, cpus, cfg.seed, shared.clone())?;
+    let mut sampler = sample::Sampler::new(fs.clone(), cfg, wi);
+    let started = (|| -> Result<_, Error> {
+        for k in &plan.at_start {
+            write_knob(fs, rec, k, "at time 0", knob_log)?;
+        }
+        let base = sampler.read(&mapping)?;
+        let free0 = base.node_free_pages.clone();
+        sampler.set_baseline(base.clone());
+        Ok((base, free0))
+    })();
+    let t0 = Instant::now();
+    let _ = shared.t0.set(t0);
+    shared.start.wait();
+    let recorded = match started {
+        Ok((base, free0)) => record(cfg, &sampler, &mapping, &shared, t0, base, opts).map(|rows| (rows, free0)),
+        Err(e) => Err(e),
+    };
+    shared.stop.store(true, Ordering::SeqCst);
+    let threads: Vec<access::ThreadStats> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or_default())
+        .collect();
+    drop(mapping);
+    let (rows, free0) = recorded?;
+    let mut csv = sampler.header().join(",");
+    csv.push('\n');
+    for r in rows {
+        csv.push_str(&r);
+        csv.push('\n');
+    }
+    let tl = opts.out.join("timeline.csv");
+    std::fs::write(&tl, csv).map_err(|e| Error::io(&tl, "write", e))?;
+    let nodes = crate::host::read_nodes(fs)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| NodeMeta {
+            id: h.id,
+            cpus: h.cpus,
+            mem_total_bytes: h.mem_total_bytes,
+            mem_free_bytes_at_start: free0.get(i).copied().flatten().unwrap_or(0) * tiermem_core::units::PAGE_SIZE,
+        })
+        .collect();
+    Ok(Meta {
+        tiermem_version: env!("CARGO_PKG_VERSION"),
+        kernel_release: fs.read_opt("/proc/sys/kernel/osrelease")?.unwrap_or_default(),
+        scenario: String::new(),
+        command: std::env::args().collect(),
+        workload: s.name.clone().unwrap_or_else(|| format!("synthetic{wi}")),
+        duration_s: cfg.duration.secs_f64(),
+        sample_interval_s: cfg.sim.sample_interval.secs_f64(),
+        populate_seconds,
+        nodes,
+        knobs: Vec::new(),
+        threads,
+    })
+}
+
+/// Sample until the duration ends or a signal comes; returns the CSV rows.
+fn record(
+    cfg: &SimConfig,
+    sampler: &sample::Sampler,
+    mapping: &memory::Mapping,
+    shared: &access::Shared,
+    t0: Instant,
+    base: sample::Reading,
+    opts: &Options,
+) -> Result<Vec<String>, Error> {
+    let total = |sh: &access::Shared| -> u64 { sh.accesses.iter().map(|a| a.load(Ordering::Relaxed)).sum() };
+    let mut rows = vec![sampler.row(0.0, 0.0, 0, &base)];
+    let interval = cfg.sim.sample_interval.secs_f64().max(0.01);
+    let end = cfg.duration.secs_f64();
+    let (mut prev_t, mut prev_n) = (0.0, 0u64);
+    let mut next = interval;
+    let mut next_progress = opts.progress_every_s;
+    while next <= end + 1e-9 && !STOP.load(Ordering::SeqCst) {
+        let due = t0 + Duration::from_secs_f64(next);
+        while Instant::now() < due && !STOP.load(Ordering::SeqCst) {
+            std::thread::sleep((due - Instant::now().min(due)).min(Duration::from_millis(20)));
+        }
+        if STOP.load(Ordering::SeqCst) {
+            break;
+        }
+        let r = sampler.read(mapping)?;
+        let t = t0.elapsed().as_secs_f64();
+        let n = total(shared);
+        rows.push(sampler.row(t, (n - prev_n) as f64 / (t - prev_t).max(1e-9), n, &r));
+        if opts.progress_every_s > 0.0 && t >= next_progress {
+            next_progress += opts.progress_every_s;
+            let get = |k: &str| r.vmstat.get(k).copied().unwrap_or(0);
+            eprintln!(
+                "  t={t:6.1}s  accesses {n:>12}  numa_hint_faults +{}  pgpromote_success +{}  pgdemote_kswapd +{}",
+                get("numa_hint_faults").saturating_sub(base.vmstat.get("numa_hint_faults").copied().unwrap_or(0)),
+                get("pgpromote_success").saturating_sub(base.vmstat.get("pgpromote_success").copied().unwrap_or(0)),
+                get("pgdemote_kswapd").saturating_sub(base.vmstat.get("pgdemote_kswapd").copied().unwrap_or(0)),
+            );
+        }
+        (prev_t, prev_n) = (t, n);
+        next += interval;
+    }
+    if STOP.load(Ordering::SeqCst) {
+        return Err(Error::Other("stopped by a signal; the knobs were restored and nothing was written".into()));
+    }
+    Ok(rows)
+}
+
+fn write_json(path: &Path, v: &impl Serialize) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::Other(e.to_string()))?;
+    std::fs::write(path, text + "\n").map_err(|e| Error::io(path, "write", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{fake_two_node, NUMA_BALANCING};
+
+    const SCENARIO: &str = r#"
+duration = "0.3s"
+[machine]
+name = "t"
+[[machine.nodes]]
+id = 0
+cpus = 2
+capacity = "1GiB"
+read_latency = "80ns"
+read_bandwidth = "20GB/s"
+[[machine.nodes]]
+id = 1
+capacity = "1GiB"
+read_latency = "240ns"
+read_bandwidth = "5GB/s"
+[kernel]
+numa_balancing = 2
+[sim]
+sample_interval = "100ms"
+[[workloads]]
+type = "synthetic"
+name = "app"
+[[workloads.regions]]
+name = "hot"
+size = "64KiB"
+pattern = "uniform"
+rate = 20000
+"#;
+
+    #[test]
+    fn records_the_simulators_columns_and_restores_the_knobs() {
+        let t = fake_two_node();
+        t.set("/proc/self/numa_maps", "555500000000 default anon=16 N1=16\n");
+        t.set("/proc/self/sched", "mm->numa_scan_seq : 3\n");
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("s.toml");
+        std::fs::write(&spec, SCENARIO).unwrap();
+        let out = dir.path().join("out");
+        let meta = run(
+            &spec,
+            &t.fs(),
+            &Options {
+                out: out.clone(),
+                duration_s: None,
+                state_file: None,
+                progress_every_s: 0.0,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.get(NUMA_BALANCING), "0", "restored");
+        assert!(!out.join("knobs.state").exists());
+        assert!(meta.knobs.iter().any(|k| k.path == NUMA_BALANCING && k.value == "2"));
+        let csv = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let cfg = SimConfig::from_toml_str(SCENARIO, "s.toml").unwrap();
+        let mut want = tiermem_core::timeline::base_columns(2);
+        want.extend(tiermem_core::timeline::extra_columns(&cfg).into_iter().map(|c| c.1));
+        assert_eq!(header, want);
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), 4, "time 0 and three samples");
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        assert_eq!(rows[1][col("app.hot.N1")], "16");
+        assert_eq!(rows[1][col("node1_used_pages")], "16");
+        assert_eq!(rows[1][col("app.numa_scan_seq")], "0", "relative to time 0");
+        let acc: u64 = rows[3][col("app.accesses")].parse().unwrap();
+        assert!(acc > 1000, "{acc} accesses at 20k/s for 0.3 s");
+        assert!(out.join("meta.json").exists());
+    }
+
+    #[test]
+    fn refuses_simulator_only_workloads_before_writing() {
+        let t = fake_two_node();
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("s.toml");
+        std::fs::write(
+            &spec,
+            "machine = \"small\"\n[kernel]\nnuma_balancing = 2\n[[workloads]]\ntype = \"pmbench\"\n",
+        )
+        .unwrap();
+        let e = run(
+            &spec,
+            &t.fs(),
+            &Options {
+                out: dir.path().join("o"),
+                duration_s: None,
+                state_file: None,
+                progress_every_s: 0.0,
+            },
+        )
+        .unwrap_err();
+        assert!(e.is_input_error(), "{e}");
+        assert!(e.to_string().contains("workloads[0].type"), "{e}");
+        assert_eq!(t.get(NUMA_BALANCING), "0");
+    }
+}
