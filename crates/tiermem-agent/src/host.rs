@@ -294,6 +294,7 @@ pub fn compute_tiers(nodes: &[HostNode]) -> Result<ComputedTiers, String> {
                 } else {
                     Some(MEMTIER_ADISTANCE_DRAM)
                 },
+                reserved: None,
             }
         })
         .collect();

@@ -92,6 +92,11 @@ pub struct NodeConfig {
     /// Override the computed abstract distance (as a driver's `init_node_memory_type` would).
     #[serde(default)]
     pub adistance: Option<u32>,
+    /// Memory of the node held by the kernel and other programs from the start (never
+    /// freed or reclaimed): `MemTotal − MemFree` of an idle host. Default 0. `tiermem
+    /// validate` sets it from a recording's start state.
+    #[serde(default)]
+    pub reserved: Option<Bytes>,
 }
 
 /// How abstract distances are computed (`[machine] adistance = ...`).
@@ -188,6 +193,8 @@ pub struct Node {
     pub curve: LatencyCurve,
     /// Abstract distance (smaller = faster).
     pub adistance: u32,
+    /// Memory held by the kernel and other programs from the start.
+    pub reserved: Bytes,
 }
 
 impl Node {
@@ -359,6 +366,7 @@ impl Topology {
                         duplex: nc.duplex.unwrap_or(kind == MemoryKind::Cxl),
                     },
                     adistance: 0,
+                    reserved: nc.reserved.unwrap_or(Bytes(0)),
                 }
             })
             .collect();
@@ -579,6 +587,7 @@ mod tests {
             curve: None,
             duplex: None,
             adistance: None,
+            reserved: None,
         }
     }
 

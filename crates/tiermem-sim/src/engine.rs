@@ -266,6 +266,15 @@ impl Simulation {
         let mut kernel = Kernel::new(topo, cfg.kernel.clone(), mix_seed(cfg.seed, 0xFFFF, 1));
         let topo_copy = kernel.topo.clone();
         let specs = workload::build(cfg, &topo_copy, &mut kernel)?;
+        if cfg
+            .workloads
+            .iter()
+            .any(|w| matches!(w, tiermem_core::config::WorkloadConfig::Synthetic(_)))
+        {
+            // A synthetic workload's placement happens before time 0, as the live runner's
+            // does (its counters start at the end of population): so do the counters here.
+            kernel.vmstat = crate::vmstat::VmStat::new(nn);
+        }
         let mut groups: Vec<(Vec<usize>, Vec<SimTime>)> = Vec::new();
         let threads: Vec<Thread> = specs
             .into_iter()

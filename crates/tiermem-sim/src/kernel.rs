@@ -221,6 +221,11 @@ impl Kernel {
         for node in nodes.iter_mut() {
             node.wmark = zone_watermarks(node.present, total, mfk, cfg.watermark_scale_factor);
         }
+        for (node, nc) in nodes.iter_mut().zip(&topo.nodes) {
+            let r = nc.reserved.pages_floor().0.min(node.free);
+            node.free -= r;
+            node.kernel_pages += r;
+        }
         let swap = cfg.swap.clone().map(|s| {
             let cap = s.capacity.pages_floor().0;
             (s, SwapArea::new(cap))
