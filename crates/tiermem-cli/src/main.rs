@@ -18,6 +18,7 @@ use tiermem_sim::experiment;
 
 mod live;
 mod trace_cmd;
+mod validate_cmd;
 mod workload_cmd;
 
 #[derive(Parser)]
@@ -151,6 +152,9 @@ enum Cmd {
     Agent(live::AgentArgs),
     /// Start a program under a memory policy and/or process-wide KSM merging.
     Exec(live::ExecArgs),
+    /// Check the simulator against kernel recordings: simulate each scenario, compare with
+    /// its recording, print the table; exit 1 when a check is out of tolerance.
+    Validate(validate_cmd::ValidateArgs),
     /// Run a scenario's synthetic workload on this host and record the kernel's timeline.
     Workload {
         #[command(subcommand)]
@@ -265,6 +269,17 @@ fn main() -> ExitCode {
         Cmd::Agent(a) => live::cmd_agent(a).map_err(live_failure),
         Cmd::Exec(a) => live::cmd_exec(a).map_err(live_failure),
         Cmd::Workload { cmd } => workload_cmd::run(cmd).map_err(live_failure),
+        Cmd::Validate(a) => match validate_cmd::run(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Failure {
+                code: 1,
+                err: anyhow::anyhow!("some checks are out of tolerance"),
+            }),
+            Err(e) => Err(Failure {
+                code: if e.is_input_error() { 2 } else { 1 },
+                err: anyhow::anyhow!("{e}"),
+            }),
+        },
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -149,6 +149,37 @@ pub struct KernelConfig {
     /// `/sys/kernel/mm/mempolicy/weighted_interleave/`).
     #[serde(default)]
     pub weighted_interleave: WeightedInterleaveConfig,
+    /// `/sys/kernel/mm/transparent_hugepage/enabled`. The simulator allocates base pages
+    /// only, so `never` is the one value it accepts; the live workload runner writes it so
+    /// that a recording runs the same way. Default `never`.
+    #[serde(default)]
+    pub transparent_hugepage: TransparentHugepage,
+    /// `/sys/kernel/mm/lru_gen/enabled`: the multi-generational LRU (MGLRU; Debian's 6.12
+    /// turns it on). The simulator models the classic active/inactive lists, so `false`
+    /// is the one value it accepts; the live runner writes it. Default false.
+    #[serde(default)]
+    pub lru_gen: bool,
+}
+
+/// `transparent_hugepage/enabled` (`mm/huge_memory.c`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransparentHugepage {
+    #[default]
+    Never,
+    Madvise,
+    Always,
+}
+
+impl TransparentHugepage {
+    /// The value written to sysfs.
+    pub fn sysfs(self) -> &'static str {
+        match self {
+            TransparentHugepage::Never => "never",
+            TransparentHugepage::Madvise => "madvise",
+            TransparentHugepage::Always => "always",
+        }
+    }
 }
 
 /// `[kernel.weighted_interleave]`: the system-wide interleave weights as the sysfs files
@@ -234,6 +265,8 @@ impl Default for KernelConfig {
             damon: Default::default(),
             ksm: None,
             weighted_interleave: WeightedInterleaveConfig::default(),
+            transparent_hugepage: TransparentHugepage::Never,
+            lru_gen: false,
         }
     }
 }
@@ -896,6 +929,18 @@ impl SimConfig {
             return Err(ConfigError::invalid("duration", "must be positive"));
         }
         let k = &self.kernel;
+        if k.transparent_hugepage != TransparentHugepage::Never {
+            return Err(ConfigError::invalid(
+                "kernel.transparent_hugepage",
+                "the simulator allocates base (4 KiB) pages only: only \"never\" is modelled",
+            ));
+        }
+        if k.lru_gen {
+            return Err(ConfigError::invalid(
+                "kernel.lru_gen",
+                "the multi-generational LRU is not modelled (the simulator reclaims from the classic active/inactive lists)",
+            ));
+        }
         if !(1..=3000).contains(&k.watermark_scale_factor) {
             return Err(ConfigError::invalid(
                 "kernel.watermark_scale_factor",

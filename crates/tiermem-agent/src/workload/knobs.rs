@@ -13,6 +13,11 @@ use crate::host::{
     WATERMARK_SCALE_FACTOR, WI_DIR,
 };
 use crate::Error;
+
+/// `transparent_hugepage/enabled` (written as a word; reads back as `always madvise [never]`).
+pub const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+/// The multi-generational LRU's switch (`0x0007` when fully on).
+pub const LRU_GEN_ENABLED: &str = "/sys/kernel/mm/lru_gen/enabled";
 use tiermem_core::config::{KernelConfig, PromotionPolicy};
 use tiermem_core::ConfigError;
 
@@ -57,6 +62,13 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize) -> Result<KnobPlan, Error> {
         knob(format!("{DEBUGFS_NB}/hot_threshold_ms"), n.hot_threshold_ms),
         knob(DEMOTION_ENABLED, if k.demotion_enabled { "true" } else { "false" }),
         knob(WATERMARK_SCALE_FACTOR, k.watermark_scale_factor),
+        knob(THP_ENABLED, k.transparent_hugepage.sysfs()),
+        Knob {
+            path: LRU_GEN_ENABLED.into(),
+            value: if k.lru_gen { "y" } else { "n" }.into(),
+            // Kernels without CONFIG_LRU_GEN have only the classic lists.
+            optional: !k.lru_gen,
+        },
     ];
     if let Some(m) = k.min_free_kbytes {
         before.push(knob("/proc/sys/vm/min_free_kbytes", m));

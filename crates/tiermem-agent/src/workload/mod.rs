@@ -202,6 +202,13 @@ pub fn run(spec: &Path, fs: &HostFs, opts: &Options) -> Result<Meta, Error> {
     Ok(meta)
 }
 
+/// The bracketed choice of a selector file such as `always madvise [never]`.
+fn selected_word(text: &str) -> Option<String> {
+    let a = text.find('[')?;
+    let b = text[a..].find(']')? + a;
+    Some(text[a + 1..b].to_string())
+}
+
 fn write_knob(
     fs: &HostFs,
     rec: &mut StateRecorder,
@@ -216,6 +223,9 @@ fn write_knob(
         }
         return Err(Error::Other(format!("{} disappeared", k.path)));
     };
+    // Selector files (`always madvise [never]`) read back as a list: the value is the
+    // bracketed word.
+    let orig = selected_word(&orig).unwrap_or(orig);
     rec.record(Saved::File {
         path: k.path.clone(),
         original: orig,
@@ -410,6 +420,7 @@ rate = 20000
         let t = fake_two_node();
         t.set("/proc/self/numa_maps", "555500000000 default anon=16 N1=16\n");
         t.set("/proc/self/sched", "mm->numa_scan_seq : 3\n");
+        t.set(knobs::THP_ENABLED, "always madvise [never]\n");
         let dir = tempfile::tempdir().unwrap();
         let spec = dir.path().join("s.toml");
         std::fs::write(&spec, SCENARIO).unwrap();
@@ -426,6 +437,7 @@ rate = 20000
         )
         .unwrap();
         assert_eq!(t.get(NUMA_BALANCING), "0", "restored");
+        assert_eq!(t.get(knobs::THP_ENABLED), "never", "a selector file restores its choice");
         assert!(!out.join("knobs.state").exists());
         assert!(meta.knobs.iter().any(|k| k.path == NUMA_BALANCING && k.value == "2"));
         let csv = std::fs::read_to_string(out.join("timeline.csv")).unwrap();

@@ -1,0 +1,92 @@
+//! `tiermem validate`: the simulator against kernel recordings, scenario by scenario.
+//! Thin: load, run, print the table, write the report; exit 1 when a check fails.
+
+use clap::Args;
+use std::path::PathBuf;
+use tiermem_lab::validate::{qemu, Error, Scenario};
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Scenario files or directories (a directory holds `scenario.toml`, or scenario
+    /// directories: `tiermem validate validation/` runs the whole suite).
+    #[arg(required = true)]
+    scenarios: Vec<PathBuf>,
+    /// The kernel recording (default: the scenario's `[validate].kernel`, else `kernel/`
+    /// beside it). Only with one scenario.
+    #[arg(long)]
+    kernel: Option<PathBuf>,
+    /// Write each scenario's report, results.json, overlay.svg and simulated timeline to
+    /// DIR/<scenario>/.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the QEMU arguments of the scenario's machine and exit (used by
+    /// validation/record.sh).
+    #[arg(long, hide = true)]
+    qemu_args: bool,
+}
+
+/// Scenario paths: files, `DIR/scenario.toml`, or each `DIR/*/scenario.toml` of a suite.
+fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() && !p.join("scenario.toml").exists() {
+            let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|d| d.join("scenario.toml").exists())
+                        .collect()
+                })
+                .unwrap_or_default();
+            subs.sort();
+            out.extend(subs);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// Returns whether every check of every scenario passed.
+pub fn run(a: ValidateArgs) -> Result<bool, Error> {
+    let paths = expand(&a.scenarios);
+    if paths.is_empty() {
+        return Err(Error::input(&a.scenarios[0].display().to_string(), "no scenario.toml found"));
+    }
+    if a.kernel.is_some() && paths.len() > 1 {
+        return Err(Error::input("--kernel", "names one recording: give one scenario"));
+    }
+    if a.qemu_args {
+        let f = tiermem_lab::validate::scenario_file(&paths[0]);
+        let (cfg, _) = tiermem_core::config::SimConfig::from_file(&f)?;
+        for arg in qemu::args(&cfg.machine) {
+            println!("{arg}");
+        }
+        return Ok(true);
+    }
+    let (mut scenarios_ok, mut checks, mut passed) = (0, 0, 0);
+    for p in &paths {
+        let sc = Scenario::load(p, a.kernel.as_deref())?;
+        let t0 = std::time::Instant::now();
+        let o = sc.run()?;
+        println!(
+            "== {} (kernel {}; simulated in {:.1} s)",
+            o.name,
+            if o.kernel_release.is_empty() { "?" } else { &o.kernel_release },
+            t0.elapsed().as_secs_f64()
+        );
+        print!("{}", o.table());
+        if let Some(dir) = &a.out {
+            let d = o.write(dir)?;
+            println!("report: {}", d.join("report.md").display());
+        }
+        println!();
+        checks += o.results.len();
+        passed += o.passed();
+        scenarios_ok += usize::from(o.all_pass());
+    }
+    println!(
+        "{scenarios_ok} of {} scenarios pass; {passed} of {checks} checks within tolerance",
+        paths.len()
+    );
+    Ok(passed == checks)
+}

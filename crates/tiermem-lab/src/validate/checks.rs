@@ -1,0 +1,350 @@
+//! The checks of a scenario's `[validate]` table and how each compares a kernel recording
+//! with a simulated run.
+//!
+//! Tolerances are the same for every scenario (no per-scenario knob can make a case pass):
+//!
+//! * **counts**: within 10 % of the kernel's value, or 1 % of the workload's pages
+//!   (whichever is larger: a counter of a few pages is at the recording's resolution);
+//! * **event times** (first occurrence, bursts, scan passes): within one scan period
+//!   (`task_scan_start` of the workload: `max(100 ms, scan_period_min / windows)`) plus one
+//!   sample interval (both timelines are sampled);
+//! * **exact outcomes** (placement shares, KSM page counts): within 1 %.
+
+use super::timeline::{at, with_origin, Timeline};
+use serde::{Deserialize, Serialize};
+use tiermem_core::units::SimDuration;
+
+/// One check (`[[validate.checks]]`, selected by `what`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CheckSpec {
+    /// The column's value at the end of the recording (a count).
+    Final { column: String },
+    /// The column's value at the given times (counts).
+    At { column: String, times: Vec<SimDuration> },
+    /// When the column first exceeds `above` (an event time).
+    First {
+        column: String,
+        #[serde(default)]
+        above: f64,
+    },
+    /// The bursts of a cumulative counter: runs of samples whose increase per second
+    /// exceeds `min_rate_share` of the counter's mean rate over the run (default 0.5);
+    /// compared: their number, and each burst's start (event time) and size (count).
+    Bursts {
+        column: String,
+        #[serde(default)]
+        min_rate_share: Option<f64>,
+    },
+    /// The NUMA scanner's passes over the workload's address space (`<workload>.numa_scan_seq`):
+    /// their number (count, at least ±1) and each pass's time (event time).
+    ScanPasses { workload: String },
+    /// The column's final value within 1 % (an exact outcome).
+    Exact { column: String },
+}
+
+impl CheckSpec {
+    /// Columns the check reads (for plots).
+    pub fn columns(&self) -> Vec<String> {
+        match self {
+            CheckSpec::Final { column }
+            | CheckSpec::At { column, .. }
+            | CheckSpec::First { column, .. }
+            | CheckSpec::Bursts { column, .. }
+            | CheckSpec::Exact { column } => vec![column.clone()],
+            CheckSpec::ScanPasses { workload } => {
+                vec![tiermem_core::timeline::scan_seq_column(workload)]
+            }
+        }
+    }
+}
+
+/// The tolerances of one scenario.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Tolerances {
+    /// Relative tolerance of counts (0.10).
+    pub count_rel: f64,
+    /// Absolute floor of counts: 1 % of the workload's pages.
+    pub count_abs: f64,
+    /// Event times, seconds.
+    pub time_s: f64,
+    /// Relative tolerance of exact outcomes (0.01).
+    pub exact_rel: f64,
+}
+
+/// The outcome of one comparison (a check can give several rows).
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckResult {
+    pub check: String,
+    pub kernel: String,
+    pub sim: String,
+    pub diff: String,
+    pub tolerance: String,
+    pub pass: bool,
+}
+
+fn fmt_count(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{v:.4e}")
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn count_row(check: String, k: f64, s: f64, tol: &Tolerances) -> CheckResult {
+    let allowed = (tol.count_rel * k.abs()).max(tol.count_abs);
+    let diff = if k != 0.0 {
+        format!("{:+.1} %", (s - k) / k.abs() * 100.0)
+    } else {
+        format!("{:+}", fmt_count(s - k))
+    };
+    CheckResult {
+        check,
+        kernel: fmt_count(k),
+        sim: fmt_count(s),
+        diff,
+        tolerance: format!("±{}", fmt_count(allowed.round())),
+        pass: (s - k).abs() <= allowed,
+    }
+}
+
+fn time_row(check: String, k: Option<f64>, s: Option<f64>, tol: &Tolerances) -> CheckResult {
+    let show = |v: Option<f64>| v.map_or("never".to_string(), |t| format!("{t:.2} s"));
+    let (diff, pass) = match (k, s) {
+        (Some(a), Some(b)) => (format!("{:+.2} s", b - a), (b - a).abs() <= tol.time_s),
+        (None, None) => ("".into(), true),
+        _ => ("—".into(), false),
+    };
+    CheckResult {
+        check,
+        kernel: show(k),
+        sim: show(s),
+        diff,
+        tolerance: format!("±{:.2} s", tol.time_s),
+        pass,
+    }
+}
+
+fn missing(check: String, which: &str, column: &str) -> CheckResult {
+    CheckResult {
+        check,
+        kernel: String::new(),
+        sim: String::new(),
+        diff: format!("no column {column:?} in the {which} timeline"),
+        tolerance: String::new(),
+        pass: false,
+    }
+}
+
+/// Evaluate one check.
+pub fn evaluate(spec: &CheckSpec, kernel: &Timeline, sim: &Timeline, tol: &Tolerances) -> Vec<CheckResult> {
+    let col = spec.columns().remove(0);
+    let (ks, ss) = match (kernel.series(&col), sim.series(&col)) {
+        (Some(k), Some(s)) => (k, s),
+        (None, _) => return vec![missing(label(spec), "kernel", &col)],
+        (_, None) => return vec![missing(label(spec), "simulated", &col)],
+    };
+    let end = kernel.end();
+    match spec {
+        CheckSpec::Final { .. } => {
+            vec![count_row(label(spec), at(&ks, end), at(&with_origin(ss), end), tol)]
+        }
+        CheckSpec::At { column, times } => {
+            let ss = with_origin(ss);
+            times
+                .iter()
+                .map(|t| {
+                    let t = t.secs_f64();
+                    count_row(format!("{column} at {t} s"), at(&ks, t), at(&ss, t), tol)
+                })
+                .collect()
+        }
+        CheckSpec::First { above, .. } => {
+            let first = |s: &[(f64, f64)]| s.iter().find(|p| p.1 > *above).map(|p| p.0);
+            vec![time_row(label(spec), first(&ks), first(&ss), tol)]
+        }
+        CheckSpec::Exact { .. } => {
+            let (k, s) = (at(&ks, end), at(&ss, end));
+            let allowed = tol.exact_rel * k.abs();
+            vec![CheckResult {
+                check: label(spec),
+                kernel: fmt_count(k),
+                sim: fmt_count(s),
+                diff: if k != 0.0 {
+                    format!("{:+.2} %", (s - k) / k.abs() * 100.0)
+                } else {
+                    format!("{:+}", fmt_count(s - k))
+                },
+                tolerance: "±1 %".into(),
+                pass: (s - k).abs() <= allowed.max(0.5),
+            }]
+        }
+        CheckSpec::Bursts { column, min_rate_share } => {
+            let share = min_rate_share.unwrap_or(0.5);
+            let kb = bursts(&with_origin(ks), end, share);
+            let sb = bursts(&with_origin(ss), end, share);
+            compare_events(column, "burst", &kb, &sb, tol)
+        }
+        CheckSpec::ScanPasses { workload } => {
+            let kp = passes(&ks);
+            let sp = passes(&with_origin(ss));
+            let mut out = vec![{
+                let mut r = count_row(
+                    format!("{workload} scan passes"),
+                    kp.len() as f64,
+                    sp.len() as f64,
+                    tol,
+                );
+                let allowed = (tol.count_rel * kp.len() as f64).max(1.0);
+                r.tolerance = format!("±{}", fmt_count(allowed.round()));
+                r.pass = (sp.len() as f64 - kp.len() as f64).abs() <= allowed;
+                r
+            }];
+            // Each pass time, paired in order; the row reports the worst.
+            let n = kp.len().min(sp.len());
+            if n > 0 {
+                let (i, d) = (0..n)
+                    .map(|i| (i, sp[i] - kp[i]))
+                    .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+                    .unwrap_or((0, 0.0));
+                let mut r = time_row(
+                    format!("{workload} scan pass times (worst: pass {})", i + 1),
+                    Some(kp[i]),
+                    Some(kp[i] + d),
+                    tol,
+                );
+                r.check = format!("{workload} scan pass times (worst of {n}: pass {})", i + 1);
+                out.push(r);
+            }
+            out
+        }
+    }
+}
+
+fn label(spec: &CheckSpec) -> String {
+    match spec {
+        CheckSpec::Final { column } => format!("final {column}"),
+        CheckSpec::At { column, .. } => format!("{column} at"),
+        CheckSpec::First { column, above } => format!("first {column} > {above}"),
+        CheckSpec::Bursts { column, .. } => format!("{column} bursts"),
+        CheckSpec::ScanPasses { workload } => format!("{workload} scan passes"),
+        CheckSpec::Exact { column } => format!("exact {column}"),
+    }
+}
+
+/// A burst: (start time, size).
+type Burst = (f64, f64);
+
+/// Runs of samples whose rate exceeds `share` × the mean rate over `[0, end]`.
+fn bursts(s: &[(f64, f64)], end: f64, share: f64) -> Vec<Burst> {
+    let total = at(s, end) - s.first().map_or(0.0, |p| p.1);
+    if total <= 0.0 || end <= 0.0 {
+        return Vec::new();
+    }
+    let threshold = share * total / end;
+    let mut out: Vec<Burst> = Vec::new();
+    let mut open: Option<Burst> = None;
+    for w in s.windows(2) {
+        let ((t0, v0), (t1, v1)) = (w[0], w[1]);
+        if t0 >= end {
+            break;
+        }
+        let rate = (v1 - v0) / (t1 - t0).max(1e-9);
+        match (&mut open, rate > threshold) {
+            (Some(b), true) => b.1 += v1 - v0,
+            (None, true) => open = Some((t0, v1 - v0)),
+            (Some(_), false) => out.extend(open.take()),
+            (None, false) => {}
+        }
+    }
+    out.extend(open);
+    out
+}
+
+/// Times at which a sequence counter advanced (one entry per step of 1).
+fn passes(s: &[(f64, f64)]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for w in s.windows(2) {
+        let steps = (w[1].1 - w[0].1).round().max(0.0) as usize;
+        out.extend(std::iter::repeat_n(w[1].0, steps));
+    }
+    out
+}
+
+fn compare_events(column: &str, what: &str, k: &[Burst], s: &[Burst], tol: &Tolerances) -> Vec<CheckResult> {
+    let mut out = vec![{
+        let allowed = (tol.count_rel * k.len() as f64).max(1.0);
+        CheckResult {
+            check: format!("{column} {what}s"),
+            kernel: k.len().to_string(),
+            sim: s.len().to_string(),
+            diff: format!("{:+}", s.len() as i64 - k.len() as i64),
+            tolerance: format!("±{}", allowed.round()),
+            pass: (s.len() as f64 - k.len() as f64).abs() <= allowed,
+        }
+    }];
+    for (i, kb) in k.iter().enumerate() {
+        let sb = s.get(i);
+        out.push(time_row(format!("{column} {what} {} start", i + 1), Some(kb.0), sb.map(|b| b.0), tol));
+        out.push(count_row(format!("{column} {what} {} size", i + 1), kb.1, sb.map_or(0.0, |b| b.1), tol));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tl(text: &str) -> Timeline {
+        Timeline::parse(text, "t").unwrap()
+    }
+
+    const TOL: Tolerances = Tolerances {
+        count_rel: 0.1,
+        count_abs: 1.0,
+        time_s: 0.5,
+        exact_rel: 0.01,
+    };
+
+    #[test]
+    fn final_counts_pass_within_ten_percent() {
+        let k = tl("time_s,c\n0,0\n1,50\n2,100\n");
+        let s = tl("time_s,c\n1,55\n2,109\n");
+        let r = evaluate(&CheckSpec::Final { column: "c".into() }, &k, &s, &TOL);
+        assert!(r[0].pass, "{r:?}");
+        let s = tl("time_s,c\n1,55\n2,111\n");
+        assert!(!evaluate(&CheckSpec::Final { column: "c".into() }, &k, &s, &TOL)[0].pass);
+    }
+
+    #[test]
+    fn bursts_are_found_and_compared_by_start_and_size() {
+        // A rate-limited promotion: 100 pages in the first second of each 3 s.
+        let k = tl("time_s,c\n0,0\n1,100\n2,100\n3,100\n4,200\n5,200\n6,200\n");
+        let s = tl("time_s,c\n1,100\n2,100\n3,100\n4,100\n5,200\n6,200\n");
+        let r = evaluate(&CheckSpec::Bursts { column: "c".into(), min_rate_share: None }, &k, &s, &TOL);
+        assert_eq!(r[0].kernel, "2");
+        assert!(r[0].pass);
+        assert!(r[1].pass, "burst 1 starts at 0 in both");
+        assert!(!r[3].pass, "burst 2 starts 1 s later in the simulation: {r:?}");
+    }
+
+    #[test]
+    fn scan_passes_compare_count_and_times() {
+        let k = tl("time_s,app.numa_scan_seq\n0,0\n1,0\n2,1\n3,1\n4,2\n");
+        let s = tl("time_s,app.numa_scan_seq\n1,0\n2,1\n3,1\n4,1\n");
+        let r = evaluate(&CheckSpec::ScanPasses { workload: "app".into() }, &k, &s, &TOL);
+        assert_eq!((r[0].kernel.as_str(), r[0].sim.as_str()), ("2", "1"));
+        assert!(r[0].pass, "±1 pass");
+        assert!(r[1].pass, "the first pass at 2 s in both");
+    }
+
+    #[test]
+    fn a_missing_column_fails_and_says_which() {
+        let k = tl("time_s,c\n0,0\n");
+        let s = tl("time_s,d\n1,0\n");
+        let r = evaluate(&CheckSpec::Exact { column: "c".into() }, &k, &s, &TOL);
+        assert!(!r[0].pass && r[0].diff.contains("simulated"), "{r:?}");
+    }
+}

@@ -1,0 +1,346 @@
+//! `tiermem validate`: run the simulator on a scenario and compare it with a kernel's
+//! recording of the same scenario (`tiermem workload run`).
+//!
+//! A scenario is a simulator config with one `synthetic` workload and a `[validate]` table
+//! (see [`ValidateSpec`]); its recording is a directory with `timeline.csv` and `meta.json`
+//! (default `kernel/` beside the scenario). The simulated machine starts in the recorded
+//! state: each node's capacity is the recording's `MemTotal` and the memory other than the
+//! workload's that was in use at time 0 (kernel, page cache, other programs) is `reserved`.
+//! That is an initial condition, the same for every check; nothing is fitted.
+//!
+//! Call order: [`Scenario::load`] → [`Scenario::run`] → [`Outcome::write`].
+
+pub mod checks;
+pub mod plot;
+pub mod qemu;
+pub mod timeline;
+
+use checks::{CheckResult, CheckSpec, Tolerances};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use tiermem_core::config::{SimConfig, WorkloadConfig};
+use tiermem_core::units::{Bytes, PAGE_SIZE};
+use timeline::Timeline;
+
+/// Errors of validation; `Input` is bad input (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{file}: {message}")]
+    Input { file: String, message: String },
+    #[error("{0}")]
+    Config(#[from] tiermem_core::ConfigError),
+    #[error("{0}")]
+    Sim(#[from] tiermem_sim::SimError),
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+}
+
+impl Error {
+    pub fn input(file: &str, message: impl Into<String>) -> Self {
+        Error::Input {
+            file: file.to_string(),
+            message: message.into(),
+        }
+    }
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+    pub fn is_input_error(&self) -> bool {
+        match self {
+            Error::Input { .. } | Error::Config(_) => true,
+            Error::Sim(e) => e.is_input_error(),
+            Error::Io { .. } => false,
+        }
+    }
+}
+
+/// `[validate]`: where the recording is and what to compare.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateSpec {
+    /// One line on what the scenario shows.
+    #[serde(default)]
+    pub description: String,
+    /// The recording directory, relative to the scenario file. Default `kernel`.
+    #[serde(default)]
+    pub kernel: Option<String>,
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
+}
+
+/// What `tiermem workload run` wrote in `meta.json` (the fields validation reads).
+#[derive(Clone, Debug, Deserialize)]
+pub struct RecordingMeta {
+    #[serde(default)]
+    pub kernel_release: String,
+    #[serde(default)]
+    pub nodes: Vec<RecordedNode>,
+    #[serde(default)]
+    pub populate_seconds: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct RecordedNode {
+    pub id: u32,
+    pub mem_total_bytes: u64,
+    pub mem_free_bytes_at_start: u64,
+}
+
+/// A loaded scenario with its recording.
+pub struct Scenario {
+    pub name: String,
+    pub path: PathBuf,
+    /// The config as simulated: the scenario's, in the recording's start state.
+    pub cfg: SimConfig,
+    pub spec: ValidateSpec,
+    pub kernel: Timeline,
+    pub meta: Option<RecordingMeta>,
+    pub kernel_dir: PathBuf,
+}
+
+/// The result of one scenario.
+pub struct Outcome {
+    pub name: String,
+    pub kernel_release: String,
+    pub tolerances: Tolerances,
+    pub results: Vec<CheckResult>,
+    pub sim: Timeline,
+    pub sim_csv: String,
+    pub kernel: Timeline,
+    pub columns: Vec<String>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> usize {
+        self.results.iter().filter(|r| r.pass).count()
+    }
+    pub fn all_pass(&self) -> bool {
+        self.results.iter().all(|r| r.pass)
+    }
+}
+
+/// The scenario file of a path: the file itself, or `DIR/scenario.toml`.
+pub fn scenario_file(p: &Path) -> PathBuf {
+    if p.is_dir() {
+        p.join("scenario.toml")
+    } else {
+        p.to_path_buf()
+    }
+}
+
+impl Scenario {
+    /// Read the scenario and its recording (`kernel_dir` overrides `[validate].kernel`).
+    pub fn load(path: &Path, kernel_dir: Option<&Path>) -> Result<Scenario, Error> {
+        let path = scenario_file(path);
+        let origin = path.display().to_string();
+        let (cfg, value) = SimConfig::from_file(&path)?;
+        let spec: ValidateSpec = match value.get("validate") {
+            Some(v) => tiermem_core::config::typed(v.clone(), "validate").map_err(|e| e.in_file(&origin))?,
+            None => ValidateSpec::default(),
+        };
+        let kernel_dir = match kernel_dir {
+            Some(d) => d.to_path_buf(),
+            None => path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(spec.kernel.as_deref().unwrap_or("kernel")),
+        };
+        let tl_path = kernel_dir.join("timeline.csv");
+        let text = std::fs::read_to_string(&tl_path).map_err(|e| {
+            Error::input(
+                &tl_path.display().to_string(),
+                format!("cannot read the kernel recording ({e}); record it with `tiermem workload run {origin} --out {}`", kernel_dir.display()),
+            )
+        })?;
+        let kernel = Timeline::parse(&text, &tl_path.display().to_string())?;
+        let meta_path = kernel_dir.join("meta.json");
+        let meta = match std::fs::read_to_string(&meta_path) {
+            Ok(t) => Some(serde_json::from_str::<RecordingMeta>(&t).map_err(|e| {
+                Error::input(&meta_path.display().to_string(), format!("not a recording's meta.json: {e}"))
+            })?),
+            Err(_) => None,
+        };
+        let name = path
+            .parent()
+            .and_then(|d| d.file_name())
+            .filter(|_| path.file_name().is_some_and(|f| f == "scenario.toml"))
+            .or_else(|| path.file_stem())
+            .map_or_else(|| origin.clone(), |s| s.to_string_lossy().into_owned());
+        let mut sc = Scenario {
+            name,
+            path,
+            cfg,
+            spec,
+            kernel,
+            meta,
+            kernel_dir,
+        };
+        sc.apply_start_state()?;
+        Ok(sc)
+    }
+
+    /// Capacity = recorded `MemTotal`; reserved = what was in use at time 0 besides the
+    /// workload's own pages (`node<N>_used_pages` of the recording's first row).
+    fn apply_start_state(&mut self) -> Result<(), Error> {
+        let Some(meta) = &self.meta else {
+            return Ok(());
+        };
+        let first = &self.kernel.rows[0];
+        for (i, node) in self.cfg.machine.nodes.iter_mut().enumerate() {
+            let Some(rec) = meta.nodes.iter().find(|n| n.id as usize == i) else {
+                continue;
+            };
+            let used = self
+                .kernel
+                .column(&format!("node{i}_used_pages"))
+                .and_then(|j| first[j])
+                .unwrap_or(0.0) as u64
+                * PAGE_SIZE;
+            node.capacity = Bytes(rec.mem_total_bytes);
+            let in_use = rec.mem_total_bytes.saturating_sub(rec.mem_free_bytes_at_start);
+            node.reserved = Some(Bytes(in_use.saturating_sub(used)));
+        }
+        self.cfg.validate()?;
+        Ok(())
+    }
+
+    /// The tolerances of this scenario (see [`checks`]).
+    pub fn tolerances(&self) -> Tolerances {
+        let (pages, workload) = self
+            .cfg
+            .workloads
+            .iter()
+            .find_map(|w| match w {
+                WorkloadConfig::Synthetic(s) => Some((s.regions.iter().map(|r| r.pages()).sum::<u64>(), s)),
+                _ => None,
+            })
+            .map_or((0, None), |(p, s)| (p, Some(s)));
+        let populated: u64 = workload
+            .map(|s| s.regions.iter().filter(|r| r.populate).map(|r| r.pages()).sum())
+            .unwrap_or(pages);
+        let n = &self.cfg.kernel.numa;
+        let scan_pages = ((n.scan_size_mb as u64) << 20) / PAGE_SIZE;
+        let windows = populated.div_ceil(scan_pages.max(1)).max(1);
+        let floor_ms = 1000 / (2560 / n.scan_size_mb.clamp(1, 2560) as u64).max(1);
+        let scan_ms = (n.scan_period_min_ms as u64 / windows).max(floor_ms);
+        Tolerances {
+            count_rel: 0.10,
+            count_abs: (pages as f64 * 0.01).max(1.0),
+            time_s: scan_ms as f64 / 1000.0 + self.cfg.sim.sample_interval.secs_f64(),
+            exact_rel: 0.01,
+        }
+    }
+
+    /// Simulate and compare.
+    pub fn run(&self) -> Result<Outcome, Error> {
+        let out = tiermem_sim::run_config(&self.cfg)?;
+        let sim = Timeline::parse(&out.timeline_csv, "simulated timeline")?;
+        let tol = self.tolerances();
+        let mut results = Vec::new();
+        let mut columns = Vec::new();
+        for c in &self.spec.checks {
+            results.extend(checks::evaluate(c, &self.kernel, &sim, &tol));
+            for col in c.columns() {
+                if !columns.contains(&col) {
+                    columns.push(col);
+                }
+            }
+        }
+        Ok(Outcome {
+            name: self.name.clone(),
+            kernel_release: self.meta.as_ref().map(|m| m.kernel_release.clone()).unwrap_or_default(),
+            tolerances: tol,
+            results,
+            sim,
+            sim_csv: out.timeline_csv,
+            kernel: self.kernel.clone(),
+            columns,
+        })
+    }
+}
+
+impl Outcome {
+    /// The comparison as a text table.
+    pub fn table(&self) -> String {
+        let mut rows = vec![[
+            "check".to_string(),
+            "kernel".into(),
+            "simulated".into(),
+            "difference".into(),
+            "tolerance".into(),
+            "".into(),
+        ]];
+        for r in &self.results {
+            rows.push([
+                r.check.clone(),
+                r.kernel.clone(),
+                r.sim.clone(),
+                r.diff.clone(),
+                r.tolerance.clone(),
+                if r.pass { "ok" } else { "FAIL" }.into(),
+            ]);
+        }
+        let mut w = [0usize; 6];
+        for r in &rows {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let mut s = String::new();
+        for r in &rows {
+            let line: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let pad = w[i] - c.chars().count();
+                    if i == 0 {
+                        format!("{c}{}", " ".repeat(pad))
+                    } else {
+                        format!("{}{c}", " ".repeat(pad))
+                    }
+                })
+                .collect();
+            s.push_str(line.join("  ").trim_end());
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Write `DIR/<scenario>/`: `results.json`, `report.md`, `overlay.svg` and the simulated
+    /// `timeline.csv`.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, Error> {
+        let d = dir.join(&self.name);
+        std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+        let put = |f: &str, text: String| -> Result<(), Error> {
+            let p = d.join(f);
+            std::fs::write(&p, text).map_err(|e| Error::io(&p, e))
+        };
+        put("timeline.csv", self.sim_csv.clone())?;
+        let json = serde_json::json!({
+            "scenario": self.name,
+            "kernel_release": self.kernel_release,
+            "tiermem_version": env!("CARGO_PKG_VERSION"),
+            "tolerances": self.tolerances,
+            "passed": self.passed(),
+            "checks": self.results,
+        });
+        put("results.json", format!("{json:#}\n"))?;
+        let svg = plot::overlay(&self.name, &self.kernel, &self.sim, &self.columns);
+        put("overlay.svg", svg)?;
+        put(
+            "report.md",
+            format!(
+                "# {}\n\nKernel {}; {} of {} checks within tolerance.\n\n```\n{}```\n\n![overlay](overlay.svg)\n",
+                self.name,
+                self.kernel_release,
+                self.passed(),
+                self.results.len(),
+                self.table()
+            ),
+        )?;
+        Ok(d)
+    }
+}

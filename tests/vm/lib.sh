@@ -1,0 +1,56 @@
+# Shared pieces of the VM scripts (sourced): host tools, Debian's 6.12 kernel, a static
+# tiermem, and an initramfs holding them. Callers set REPO and CACHE.
+# Functions: vm_tools, vm_kernel (sets VMLINUZ), vm_static_tiermem (sets TIERMEM_VM_BIN),
+# vm_initrd ROOT OUT (packs a root directory that has /init).
+
+log() { echo "==> $*" >&2; }
+
+vm_tools() {
+  local need=()
+  command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+  [[ -x /bin/busybox ]] || need+=(busybox-static)
+  command -v cpio >/dev/null || need+=(cpio)
+  if ((${#need[@]})); then
+    log "installing ${need[*]}"
+    local sudo_=""; [[ $(id -u) == 0 ]] || sudo_=sudo
+    $sudo_ apt-get install -y -q "${need[@]}" >&2 || { $sudo_ apt-get update -q >&2 && $sudo_ apt-get install -y -q "${need[@]}" >&2; }
+  fi
+  file /bin/busybox 2>/dev/null | grep -q 'statically linked' || ldd /bin/busybox 2>&1 | grep -q 'not a dynamic' || {
+    echo "error: /bin/busybox is not static (install busybox-static)" >&2; return 1; }
+}
+
+vm_kernel() {
+  mkdir -p "$CACHE"
+  VMLINUZ=$(ls "$CACHE"/kernel/boot/vmlinuz-6.12.* 2>/dev/null | head -1 || true)
+  if [[ -z "$VMLINUZ" ]]; then
+    local pkg
+    pkg=$(apt-cache depends linux-image-6.12-amd64 2>/dev/null | awk '/Depends: linux-image-6.12/ {print $2; exit}')
+    [[ -n "$pkg" ]] || pkg=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9.]+\+deb[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1)
+    [[ -n "$pkg" ]] || { echo "error: no linux-image-6.12 package found by apt-cache" >&2; return 1; }
+    log "downloading $pkg"
+    (cd "$CACHE" && apt-get download "$pkg" >&2)
+    dpkg-deb -x "$CACHE"/"$pkg"_*.deb "$CACHE/kernel"
+    VMLINUZ=$(ls "$CACHE"/kernel/boot/vmlinuz-6.12.* | head -1)
+  fi
+  log "kernel $VMLINUZ"
+}
+
+vm_static_tiermem() {
+  if [[ -z "${TIERMEM_VM_BIN:-}" ]]; then
+    log "building static tiermem"
+    RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p tiermem-cli \
+      --target x86_64-unknown-linux-gnu --target-dir "$REPO/target/vm-static" >&2
+    TIERMEM_VM_BIN=$REPO/target/vm-static/x86_64-unknown-linux-gnu/release/tiermem
+  fi
+  file "$TIERMEM_VM_BIN" | grep -Eq 'static(ally|-pie) linked' || { echo "error: $TIERMEM_VM_BIN is not static" >&2; return 1; }
+}
+
+# vm_initrd ROOT OUT: busybox and tiermem into ROOT/bin, then pack ROOT into OUT.
+vm_initrd() {
+  local root=$1 out=$2
+  mkdir -p "$root"/{bin,proc,sys,dev,tmp,run}
+  cp /bin/busybox "$root/bin/busybox"
+  strip -o "$root/bin/tiermem" "$TIERMEM_VM_BIN"
+  chmod +x "$root/init"
+  (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$out"
+}
