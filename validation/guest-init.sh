@@ -12,8 +12,22 @@ echo "TIERMEM-KERNEL $(uname -r)"
 cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null | sed 's/^/TIERMEM-LRU-GEN /'
 [ -x /scenario/setup.sh ] && /scenario/setup.sh
 mkdir -p /tmp/out
+# tiermem_trace on the kernel command line (record.sh --trace): trace every task_numa_work
+# call with its duration (function_graph, depth 1) and the scanner's VMA skips, for model work.
+if grep -q tiermem_trace /proc/cmdline; then
+  T=/sys/kernel/tracing
+  [ -d $T/events ] || T=/sys/kernel/debug/tracing
+  echo 8192 > $T/buffer_size_kb
+  printf "task_numa_work\nksm_do_scan\nbalance_pgdat\n" > $T/set_ftrace_filter
+  echo 1 > $T/max_graph_depth
+  echo function_graph > $T/current_tracer
+  echo funcgraph-abstime > $T/trace_options
+  echo 1 > $T/events/sched/sched_skip_vma_numa/enable 2>/dev/null
+  echo 1 > $T/tracing_on
+fi
 if tiermem workload run /scenario/scenario.toml --out /tmp/out --progress 10; then
   cat /proc/zoneinfo > /tmp/out/zoneinfo.txt
+  grep -q tiermem_trace /proc/cmdline && { echo 0 > $T/tracing_on; cat $T/trace > /tmp/out/trace.txt; }
   echo "TIERMEM-OUT-BEGIN"
   tar czf - -C /tmp/out . | base64
   echo "TIERMEM-OUT-END"

@@ -4,7 +4,9 @@
 # HMAT figures), run `tiermem workload run scenario.toml` inside, and store the recording in
 # the scenario's kernel/ directory (timeline.csv, meta.json, zoneinfo.txt, command.txt).
 #
-# Usage: validation/record.sh [SCENARIO_DIR...]   (default: every validation/*/)
+# Usage: validation/record.sh [--trace] [SCENARIO_DIR...]   (default: every validation/*/)
+#   --trace: also trace task_numa_work calls and VMA skips into kernel/trace.txt (slower guest).
+# TIERMEM_RECORD_AS=NAME stores the recording in SCENARIO/NAME instead of SCENARIO/kernel.
 # Needs what tests/vm/run.sh needs (qemu-system-x86, busybox-static, cpio; installed with
 # apt-get when missing). Record on an otherwise idle machine: TCG's speed is the guest's.
 set -euo pipefail
@@ -19,6 +21,8 @@ vm_static_tiermem
 cargo build --release --locked -q -p tiermem-cli
 HOST_BIN=$REPO/target/release/tiermem
 
+trace=""
+if [[ ${1:-} == --trace ]]; then trace=" tiermem_trace"; shift; fi
 if (($#)); then dirs=("$@"); else dirs=(validation/*/); fi
 status=0
 for d in "${dirs[@]}"; do
@@ -32,7 +36,7 @@ for d in "${dirs[@]}"; do
   [[ -f $d/setup.sh ]] && install -m 755 "$d/setup.sh" "$work/root/scenario/setup.sh"
   cp validation/guest-init.sh "$work/root/init"
   vm_initrd "$work/root" "$work/initrd.gz"
-  append="console=ttyS0 quiet panic=-1 numa_balancing=disable"
+  append="console=ttyS0 quiet panic=-1 numa_balancing=disable$trace"
   log "recording $name"
   t0=$SECONDS
   timeout "${TIERMEM_VM_TIMEOUT:-1800}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
@@ -45,6 +49,7 @@ for d in "${dirs[@]}"; do
     status=1
     continue
   fi
+  as=${TIERMEM_RECORD_AS:-kernel}
   rm -rf "$d/kernel.new" && mkdir -p "$d/kernel.new"
   sed -n '/^TIERMEM-OUT-BEGIN/,/^TIERMEM-OUT-END/p' "$work/console.log" | sed '1d;$d' | tr -d '\r' \
     | base64 -d | tar xzf - -C "$d/kernel.new"
@@ -55,8 +60,8 @@ for d in "${dirs[@]}"; do
     echo "# lru_gen: $(grep -m1 '^TIERMEM-LRU-GEN' "$work/console.log" | cut -d' ' -f2- || echo absent)"
     echo "# VM: qemu-system-x86_64 -accel tcg,thread=multi -cpu max -machine q35,hmat=on -kernel $(basename "$VMLINUZ") -append \"$append\" ${qargs[*]}"
   } > "$d/kernel.new/command.txt"
-  rm -rf "$d/kernel" && mv "$d/kernel.new" "$d/kernel"
+  rm -rf "${d:?}/$as" && mv "$d/kernel.new" "$d/$as"
   rm -rf "$work"
-  log "$name: recorded into $d/kernel"
+  log "$name: recorded into $d/$as"
 done
 exit $status

@@ -284,6 +284,8 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
+            // Whatever the command printed comes before the error.
+            let _ = std::io::Write::flush(&mut std::io::stdout());
             eprintln!("tiermem: error: {:#}", f.err);
             ExitCode::from(f.code)
         }

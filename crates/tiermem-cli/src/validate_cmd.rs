@@ -64,10 +64,18 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
         return Ok(true);
     }
     let (mut scenarios_ok, mut checks, mut passed) = (0, 0, 0);
+    let mut errors = Vec::new();
     for p in &paths {
-        let sc = Scenario::load(p, a.kernel.as_deref())?;
         let t0 = std::time::Instant::now();
-        let o = sc.run()?;
+        let o = match Scenario::load(p, a.kernel.as_deref()).and_then(|sc| sc.run()) {
+            Ok(o) => o,
+            Err(e) if paths.len() > 1 => {
+                println!("== {}: {e}\n", p.display());
+                errors.push(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         println!(
             "== {} (kernel {}; simulated in {:.1} s)",
             o.name,
@@ -85,8 +93,13 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
         scenarios_ok += usize::from(o.all_pass());
     }
     println!(
-        "{scenarios_ok} of {} scenarios pass; {passed} of {checks} checks within tolerance",
-        paths.len()
+        "{scenarios_ok} of {} scenarios pass; {passed} of {checks} checks within tolerance{}",
+        paths.len(),
+        if errors.is_empty() {
+            String::new()
+        } else {
+            format!("; {} scenario(s) could not run", errors.len())
+        }
     );
-    Ok(passed == checks)
+    Ok(passed == checks && errors.is_empty())
 }

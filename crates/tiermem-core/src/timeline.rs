@@ -20,9 +20,13 @@ pub const KSM_TIMELINE_FILES: &[&str] = &[
     "ksm_zero_pages",
 ];
 
-/// `ksm_<file>`.
+/// `ksm_<file>` (`ksm_zero_pages` keeps its name).
 pub fn ksm_column(file: &str) -> String {
-    format!("ksm_{file}")
+    if file.starts_with("ksm_") {
+        file.to_string()
+    } else {
+        format!("ksm_{file}")
+    }
 }
 
 /// Pages of a workload's region on node `n` (`numa_maps`' `N<n>=` count): `<workload>.<region>.N<n>`.

@@ -155,9 +155,18 @@ impl Kernel {
             locality: [0; 3],
         };
         if users > 1 {
-            // A new thread of an existing mm staggers its first scan.
-            let max = self.task_scan_max(proc);
-            t.node_stamp_ns = (max.min(delay * users as u64)) * 1_000_000 + 2 * TICK_NS;
+            // A new thread of an existing mm staggers its first scan (`init_numa_balancing`):
+            // node_stamp = min(task_scan_max(current), current->numa_scan_period × mm_users ×
+            // NSEC_PER_MSEC) + 2 ticks, in nanoseconds. The kernel compares task_scan_max's
+            // milliseconds with nanoseconds, so the min is task_scan_max *nanoseconds*
+            // (at most 60 µs) and the stagger is about two ticks: new threads scan about
+            // one scan_delay of CPU time after they start, as the recordings show. The
+            // product is an `unsigned int` and wraps for many users, as in the kernel.
+            let max_as_ns = self.task_scan_max(proc);
+            let product = (delay as u32)
+                .wrapping_mul(users)
+                .wrapping_mul(1_000_000) as u64;
+            t.node_stamp_ns = max_as_ns.min(product) + 2 * TICK_NS;
         }
         self.numa.tasks.push(t);
         tid

@@ -60,7 +60,9 @@ impl AccessGen {
             return Step::RunStart;
         }
         if self.schedule.is_empty() {
-            return Step::Done;
+            // Only idle regions: the thread waits (without using CPU) until the run ends,
+            // so the process and its memory stay, as the live runner's do.
+            return Step::Barrier;
         }
         for _ in 0..BATCH {
             let j = self.schedule.next_region();

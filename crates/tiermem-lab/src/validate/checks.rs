@@ -93,8 +93,24 @@ fn fmt_count(v: f64) -> String {
     }
 }
 
+/// Whether a column counts pages (the 1 %-of-the-workload floor applies); scan passes,
+/// full scans, stable-node counts and accesses are not pages.
+pub fn counts_pages(column: &str) -> bool {
+    !(column.ends_with(".numa_scan_seq")
+        || column.ends_with(".accesses")
+        || matches!(
+            column,
+            "ksm_full_scans" | "ksm_stable_node_chains" | "ksm_stable_node_dups" | "oom_kill" | "pageoutrun" | "allocstall_movable"
+        ))
+}
+
 fn count_row(check: String, k: f64, s: f64, tol: &Tolerances) -> CheckResult {
-    let allowed = (tol.count_rel * k.abs()).max(tol.count_abs);
+    count_row_in(check, k, s, tol, true)
+}
+
+fn count_row_in(check: String, k: f64, s: f64, tol: &Tolerances, pages: bool) -> CheckResult {
+    let floor = if pages { tol.count_abs } else { 0.5 };
+    let allowed = (tol.count_rel * k.abs()).max(floor);
     let diff = if k != 0.0 {
         format!("{:+.1} %", (s - k) / k.abs() * 100.0)
     } else {
@@ -148,16 +164,20 @@ pub fn evaluate(spec: &CheckSpec, kernel: &Timeline, sim: &Timeline, tol: &Toler
     };
     let end = kernel.end();
     match spec {
-        CheckSpec::Final { .. } => {
-            vec![count_row(label(spec), at(&ks, end), at(&with_origin(ss), end), tol)]
-        }
+        CheckSpec::Final { column } => vec![count_row_in(
+            label(spec),
+            at(&ks, end),
+            at(&with_origin(ss), end),
+            tol,
+            counts_pages(column),
+        )],
         CheckSpec::At { column, times } => {
             let ss = with_origin(ss);
             times
                 .iter()
                 .map(|t| {
                     let t = t.secs_f64();
-                    count_row(format!("{column} at {t} s"), at(&ks, t), at(&ss, t), tol)
+                    count_row_in(format!("{column} at {t} s"), at(&ks, t), at(&ss, t), tol, counts_pages(column))
                 })
                 .collect()
         }
