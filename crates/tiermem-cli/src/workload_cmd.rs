@@ -50,6 +50,7 @@ pub fn run(cmd: WorkloadCmd) -> Result<(), Error> {
                     duration_s: duration,
                     state_file,
                     progress_every_s: progress,
+                    proc_dir: None,
                 },
             )?;
             let accesses: u64 = meta.threads.iter().map(|t| t.accesses).sum();

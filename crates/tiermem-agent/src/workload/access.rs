@@ -4,25 +4,16 @@
 //! than `t0 + k / rate`: the thread spins in between (its CPU time is its wall time, as in
 //! the simulator), and catches up when it falls behind.
 
-use super::memory::Mapping;
+use super::control::{monotonic_ns, Shared, RUNNING, STOPPING};
+use super::memory::MappedRegion;
 use crate::Error;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 use tiermem_core::synthetic::{PageSampler, RegionSchedule, SyntheticConfig};
 use tiermem_core::units::PAGE_SIZE;
-
-/// What the threads share with the sampler.
-pub struct Shared {
-    pub stop: AtomicBool,
-    /// Accesses per thread so far (published every few hundred accesses).
-    pub accesses: Vec<AtomicU64>,
-    /// Released once when time 0 comes; the threads then read `t0`.
-    pub start: Barrier,
-    pub t0: std::sync::OnceLock<Instant>,
-}
 
 /// One thread's figures at the end.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -44,14 +35,15 @@ struct Plan {
     start: Duration,
 }
 
-/// Start the threads (they wait on `shared.start`). `cpus` are the CPUs of the workload's node.
+/// Start the threads; they wait until the phase is RUNNING. `cpus` are the CPUs of the
+/// workload's node.
 pub fn spawn(
     s: &SyntheticConfig,
-    m: &Mapping,
+    regions: &[MappedRegion],
     cpus: &[u32],
     seed: u64,
     shared: Arc<Shared>,
-) -> Result<Vec<std::thread::JoinHandle<ThreadStats>>, Error> {
+) -> Result<Vec<std::thread::JoinHandle<()>>, Error> {
     let mut handles = Vec::new();
     for t in 0..s.threads as usize {
         let plan = Plan {
@@ -59,7 +51,7 @@ pub fn spawn(
             regions: s
                 .regions
                 .iter()
-                .zip(&m.regions)
+                .zip(regions)
                 .map(|(r, mr)| r.pattern().map(|p| (mr.addr, PageSampler::new(p, r.pages()))))
                 .collect(),
             write_threshold: (((100 - s.read_ratio.min(100)) as u64) << 32) / 100,
@@ -73,9 +65,14 @@ pub fn spawn(
             .name(format!("access{t}"))
             .spawn(move || {
                 pin(&cpus);
-                sh.start.wait();
-                let t0 = sh.t0.get().copied().unwrap_or_else(Instant::now);
-                run(plan, t, seed, t0, &sh)
+                let c = sh.get();
+                while c.phase() < RUNNING {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let st = run(plan, t, seed, c.t0_ns.load(Ordering::SeqCst), &sh);
+                c.accesses[t].store(st.accesses, Ordering::SeqCst);
+                c.late[t].store(st.late, Ordering::SeqCst);
+                c.cpu_ns[t].store((st.cpu_seconds * 1e9) as u64, Ordering::SeqCst);
             })
             .map_err(|e| Error::Other(format!("cannot start access thread {t}: {e}")))?;
         handles.push(h);
@@ -106,35 +103,38 @@ fn thread_cpu_seconds() -> f64 {
     }
 }
 
-fn run(mut p: Plan, t: usize, seed: u64, t0: Instant, sh: &Shared) -> ThreadStats {
+fn run(mut p: Plan, t: usize, seed: u64, t0_ns: u64, sh: &Shared) -> ThreadStats {
+    let c = sh.get();
+    let stopping = || c.phase() >= STOPPING;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (0x5eed_0000 + t as u64));
-    let begin = t0 + p.start;
-    while Instant::now() < begin && !sh.stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(1).min(begin - Instant::now().min(begin)));
+    let begin = t0_ns + p.start.as_nanos() as u64;
+    while monotonic_ns() < begin && !stopping() {
+        std::thread::sleep(Duration::from_millis(1));
     }
-    let end = p.duration.map(|d| begin + d);
+    let end = p.duration.map(|d| begin + d.as_nanos() as u64);
     let mut stats = ThreadStats::default();
     let mut sink = 0u64;
     let mut n: u64 = 0;
     if p.schedule.is_empty() {
         return stats;
     }
+    let pace_ns = p.pace.map(|x| x * 1e9);
     loop {
         if n % 256 == 0 {
-            sh.accesses[t].store(n, Ordering::Relaxed);
-            if sh.stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e) {
+            c.accesses[t].store(n, Ordering::Relaxed);
+            if stopping() || end.is_some_and(|e| monotonic_ns() >= e) {
                 break;
             }
         }
-        if let Some(pace) = p.pace {
-            let due = begin + Duration::from_secs_f64(n as f64 * pace);
-            let mut now = Instant::now();
-            if now > due + Duration::from_millis(1) {
+        if let Some(pace) = pace_ns {
+            let due = begin + (n as f64 * pace) as u64;
+            let mut now = monotonic_ns();
+            if now > due + 1_000_000 {
                 stats.late += 1;
             }
             while now < due {
                 std::hint::spin_loop();
-                now = Instant::now();
+                now = monotonic_ns();
             }
         }
         let j = p.schedule.next_region();
@@ -144,7 +144,7 @@ fn run(mut p: Plan, t: usize, seed: u64, t0: Instant, sh: &Shared) -> ThreadStat
             let line = ((r & 63) * 64) as usize;
             let ptr = (addr + page as usize * PAGE_SIZE as usize + line) as *mut u64;
             // SAFETY: page < region pages and line < PAGE_SIZE: inside the mapping, which
-            // outlives the threads (joined before it is dropped).
+            // outlives the threads (joined before it is unmapped).
             unsafe {
                 if (r >> 32) < p.write_threshold {
                     std::ptr::write_volatile(ptr, std::ptr::read_volatile(ptr).wrapping_add(1));
@@ -156,7 +156,6 @@ fn run(mut p: Plan, t: usize, seed: u64, t0: Instant, sh: &Shared) -> ThreadStat
         n += 1;
     }
     std::hint::black_box(sink);
-    sh.accesses[t].store(n, Ordering::Relaxed);
     stats.accesses = n;
     stats.cpu_seconds = thread_cpu_seconds();
     stats

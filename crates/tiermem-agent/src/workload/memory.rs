@@ -8,15 +8,17 @@ use tiermem_core::mempolicy::{MemPolicy, PolicyMode};
 use tiermem_core::synthetic::{KsmContent, SyntheticConfig};
 use tiermem_core::units::PAGE_SIZE;
 
-/// Where the first region goes: the simulator's `Kernel::add_process` layout (VMAs with a
-/// 1 GiB-aligned gap after each, so that the kernel never merges two regions' VMAs).
-const LAYOUT_BASE: usize = 0x5555_0000_0000;
+/// Where the first region goes, with a 1 GiB-aligned gap after each region (as the
+/// simulator's `Kernel::add_process` lays VMAs out), so that the kernel never merges two
+/// regions' VMAs. 32 TiB: clear of PIE executables and their heap (`ELF_ET_DYN_BASE`,
+/// about 0x5555_5555_0000) and of the mmap area below the stack.
+const LAYOUT_BASE: usize = 0x2000_0000_0000;
 const GIB: usize = 1 << 30;
 /// `MADV_MERGEABLE` (include/uapi/asm-generic/mman-common.h).
 const MADV_MERGEABLE: i32 = 12;
 
-/// One mapped region.
-#[derive(Debug)]
+/// One region's address range.
+#[derive(Clone, Debug)]
 pub struct MappedRegion {
     pub name: String,
     pub addr: usize,
@@ -32,7 +34,30 @@ impl MappedRegion {
     }
 }
 
-/// The regions of one workload; unmapped on drop.
+/// Where each region goes (a pure function: the sampling process computes the same
+/// addresses the workload process maps).
+pub fn layout(s: &SyntheticConfig) -> Vec<MappedRegion> {
+    layout_at(s, LAYOUT_BASE)
+}
+
+fn layout_at(s: &SyntheticConfig, base: usize) -> Vec<MappedRegion> {
+    let mut addr = base;
+    s.regions
+        .iter()
+        .map(|r| {
+            let len = r.pages() as usize * PAGE_SIZE as usize;
+            let m = MappedRegion {
+                name: r.name.clone(),
+                addr,
+                len,
+            };
+            addr = (addr + len + 2 * GIB) & !(GIB - 1);
+            m
+        })
+        .collect()
+}
+
+/// The regions of one workload, mapped; unmapped on drop.
 #[derive(Debug)]
 pub struct Mapping {
     pub regions: Vec<MappedRegion>,
@@ -49,7 +74,7 @@ impl Drop for Mapping {
     }
 }
 
-/// Map every region (not yet populated), at the simulator's addresses.
+/// Map every region (not yet populated) at its [`layout`] address.
 pub fn map_regions(s: &SyntheticConfig) -> Result<Mapping, Error> {
     map_at(s, LAYOUT_BASE)
 }
@@ -58,33 +83,28 @@ fn map_at(s: &SyntheticConfig, base: usize) -> Result<Mapping, Error> {
     let mut m = Mapping {
         regions: Vec::new(),
     };
-    let mut addr = base;
-    for r in &s.regions {
-        let len = r.pages() as usize * PAGE_SIZE as usize;
-        // SAFETY: an anonymous private mapping at a hint that must not replace anything.
+    for r in layout_at(s, base) {
+        // SAFETY: an anonymous private mapping at an address that must not replace anything.
         let p = unsafe {
             libc::mmap(
-                addr as *mut libc::c_void,
-                len,
+                r.addr as *mut libc::c_void,
+                r.len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
                 -1,
                 0,
             )
         };
-        if p == libc::MAP_FAILED || p as usize != addr {
+        if p == libc::MAP_FAILED || p as usize != r.addr {
             return Err(Error::Other(format!(
-                "cannot map region {:?} ({len} bytes) at {addr:#x}: {}",
+                "cannot map region {:?} ({} bytes) at {:#x}: {}",
                 r.name,
+                r.len,
+                r.addr,
                 std::io::Error::last_os_error()
             )));
         }
-        m.regions.push(MappedRegion {
-            name: r.name.clone(),
-            addr,
-            len,
-        });
-        addr = (addr + len + 2 * GIB) & !(GIB - 1);
+        m.regions.push(r);
     }
     Ok(m)
 }

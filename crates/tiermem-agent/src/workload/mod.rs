@@ -12,8 +12,10 @@
 //! DIR/knobs.state` does.
 
 pub mod access;
+pub mod control;
 pub mod knobs;
 pub mod memory;
+mod process;
 pub mod sample;
 
 use crate::fs::HostFs;
@@ -21,8 +23,8 @@ use crate::state::{Saved, StateRecorder};
 use crate::Error;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tiermem_core::config::{SimConfig, WorkloadConfig};
 use tiermem_core::synthetic::SyntheticConfig;
@@ -55,6 +57,9 @@ pub struct Options {
     pub state_file: Option<PathBuf>,
     /// Print a progress line this often (0: never).
     pub progress_every_s: f64,
+    /// Read the workload's `/proc/<pid>` files from this kernel path instead (tests with a
+    /// fake tree). Default: `/proc/<pid>` of the workload process.
+    pub proc_dir: Option<String>,
 }
 
 /// What `meta.json` records next to the timeline.
@@ -257,46 +262,30 @@ fn apply_and_record(
     for k in &plan.before {
         write_knob(fs, rec, k, "before", knob_log)?;
     }
-    if s.policy != Default::default() {
-        let flags: i32 = s.policy.flags.iter().map(|f| f.kernel_value()).sum();
-        let nodes: Vec<u32> = s.policy.nodes.iter().map(|n| n.0 as u32).collect();
-        crate::sys::set_mempolicy(s.policy.mode.kernel_value() | flags, &nodes)?;
-    }
-    let mapping = memory::map_regions(s)?;
-    let populate_seconds = memory::place_and_populate(s, wi, &mapping)?;
-    let shared = Arc::new(access::Shared {
-        stop: AtomicBool::new(false),
-        accesses: (0..s.threads).map(|_| AtomicU64::new(0)).collect(),
-        start: Barrier::new(s.threads as usize + 1),
-        t0: std::sync::OnceLock::new(),
-    });
-    let handles = access::spawn(s, &mapping, cpus, cfg.seed, shared.clone())?;
-    let mut sampler = sample::Sampler::new(fs.clone(), cfg, wi);
-    let started = (|| -> Result<_, Error> {
-        for k in &plan.at_start {
-            write_knob(fs, rec, k, "at time 0", knob_log)?;
-        }
-        let base = sampler.read(&mapping)?;
-        let free0 = base.node_free_pages.clone();
-        sampler.set_baseline(base.clone());
-        Ok((base, free0))
-    })();
-    let t0 = Instant::now();
-    let _ = shared.t0.set(t0);
-    shared.start.wait();
-    let recorded = match started {
-        Ok((base, free0)) => record(cfg, &sampler, &mapping, &shared, t0, base, opts).map(|rows| (rows, free0)),
-        Err(e) => Err(e),
+    let shared = Arc::new(control::Shared::new().map_err(|e| Error::Other(format!("cannot map the control block: {e}")))?);
+    let child = process::spawn(s, wi, cpus, cfg.seed, shared.clone())?;
+    let outcome = drive(cfg, s, fs, opts, plan, rec, knob_log, &shared, &child);
+    shared.get().set_phase(control::STOPPING);
+    let exited = child.wait();
+    // max_page_sharing and merge_across_nodes refuse changes (EBUSY) while KSM pages
+    // exist: unmerge before the knobs are restored (the workload has exited by now).
+    let unmerged = if cfg.kernel.ksm.is_some() {
+        unmerge_ksm(fs)
+    } else {
+        Ok(())
     };
-    shared.stop.store(true, Ordering::SeqCst);
-    let threads: Vec<access::ThreadStats> = handles
-        .into_iter()
-        .map(|h| h.join().unwrap_or_default())
+    let (rows, free0, populate_seconds) = outcome?;
+    exited?;
+    unmerged?;
+    let c = shared.get();
+    let threads = (0..s.threads as usize)
+        .map(|t| access::ThreadStats {
+            accesses: c.accesses[t].load(Ordering::SeqCst),
+            late: c.late[t].load(Ordering::SeqCst),
+            cpu_seconds: c.cpu_ns[t].load(Ordering::SeqCst) as f64 * 1e-9,
+        })
         .collect();
-    drop(mapping);
-    let (rows, free0) = recorded?;
-    let mut csv = sampler.header().join(",");
-    csv.push('\n');
+    let mut csv = String::new();
     for r in rows {
         csv.push_str(&r);
         csv.push('\n');
@@ -328,47 +317,101 @@ fn apply_and_record(
     })
 }
 
+/// Rows of the timeline (header first), free pages per node at time 0, population seconds.
+type Recorded = (Vec<String>, Vec<Option<u64>>, f64);
+
+/// Wait for population, start time 0 (knobs, baseline, release), sample to the end.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    cfg: &SimConfig,
+    s: &SyntheticConfig,
+    fs: &HostFs,
+    opts: &Options,
+    plan: &knobs::KnobPlan,
+    rec: &mut StateRecorder,
+    knob_log: &mut Vec<KnobMeta>,
+    shared: &control::Shared,
+    child: &process::Child,
+) -> Result<Recorded, Error> {
+    let c = shared.get();
+    child.wait_for_population(c)?;
+    let populate_seconds = c.populate_ns.load(Ordering::SeqCst) as f64 * 1e-9;
+    for k in &plan.at_start {
+        write_knob(fs, rec, k, "at time 0", knob_log)?;
+    }
+    let regions = memory::layout(s);
+    let proc_dir = opts.proc_dir.clone().unwrap_or_else(|| format!("/proc/{}", child.pid));
+    let mut sampler = sample::Sampler::new(fs.clone(), cfg, child.workload, proc_dir, regions);
+    let base = sampler.read()?;
+    let free0 = base.node_free_pages.clone();
+    sampler.set_baseline(base.clone());
+    c.t0_ns.store(control::monotonic_ns(), Ordering::SeqCst);
+    c.set_phase(control::RUNNING);
+    let mut rows = vec![sampler.header().join(",")];
+    rows.extend(record(cfg, &sampler, c, s.threads as usize, base, opts)?);
+    Ok((rows, free0, populate_seconds))
+}
+
+/// `run = 2`: ksmd breaks every KSM page; wait until none is left (up to a minute).
+fn unmerge_ksm(fs: &HostFs) -> Result<(), Error> {
+    let dir = crate::host::KSM_DIR;
+    fs.write(&format!("{dir}/run"), "2")?;
+    let t0 = Instant::now();
+    while fs.read_u64_opt(&format!("{dir}/pages_shared"))?.unwrap_or(0) > 0 {
+        if t0.elapsed() > crate::state::KSM_UNMERGE_TIMEOUT {
+            return Err(Error::Other("KSM unmerge did not finish within 60 s".into()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
 /// Sample until the duration ends or a signal comes; returns the CSV rows.
 fn record(
     cfg: &SimConfig,
     sampler: &sample::Sampler,
-    mapping: &memory::Mapping,
-    shared: &access::Shared,
-    t0: Instant,
+    c: &control::Control,
+    threads: usize,
     base: sample::Reading,
     opts: &Options,
 ) -> Result<Vec<String>, Error> {
-    let total = |sh: &access::Shared| -> u64 { sh.accesses.iter().map(|a| a.load(Ordering::Relaxed)).sum() };
+    let t0 = c.t0_ns.load(Ordering::SeqCst);
+    let since = || (control::monotonic_ns().saturating_sub(t0)) as f64 * 1e-9;
     let mut rows = vec![sampler.row(0.0, 0.0, 0, &base)];
     let interval = cfg.sim.sample_interval.secs_f64().max(0.01);
     let end = cfg.duration.secs_f64();
     let (mut prev_t, mut prev_n) = (0.0, 0u64);
     let mut next = interval;
     let mut next_progress = opts.progress_every_s;
-    while next <= end + 1e-9 && !STOP.load(Ordering::SeqCst) {
-        let due = t0 + Duration::from_secs_f64(next);
-        while Instant::now() < due && !STOP.load(Ordering::SeqCst) {
-            std::thread::sleep((due - Instant::now().min(due)).min(Duration::from_millis(20)));
+    let stopped = || STOP.load(Ordering::SeqCst) || c.phase() == control::FAILED;
+    while next <= end + 1e-9 && !stopped() {
+        while since() < next && !stopped() {
+            std::thread::sleep(Duration::from_secs_f64((next - since()).clamp(0.0, 0.02)));
         }
-        if STOP.load(Ordering::SeqCst) {
+        if stopped() {
             break;
         }
-        let r = sampler.read(mapping)?;
-        let t = t0.elapsed().as_secs_f64();
-        let n = total(shared);
-        rows.push(sampler.row(t, (n - prev_n) as f64 / (t - prev_t).max(1e-9), n, &r));
+        let r = sampler.read()?;
+        let t = since();
+        let n = c.total_accesses(threads);
+        rows.push(sampler.row(t, n.saturating_sub(prev_n) as f64 / (t - prev_t).max(1e-9), n, &r));
         if opts.progress_every_s > 0.0 && t >= next_progress {
             next_progress += opts.progress_every_s;
-            let get = |k: &str| r.vmstat.get(k).copied().unwrap_or(0);
+            let get = |k: &str| {
+                r.vmstat.get(k).copied().unwrap_or(0).saturating_sub(base.vmstat.get(k).copied().unwrap_or(0))
+            };
             eprintln!(
                 "  t={t:6.1}s  accesses {n:>12}  numa_hint_faults +{}  pgpromote_success +{}  pgdemote_kswapd +{}",
-                get("numa_hint_faults").saturating_sub(base.vmstat.get("numa_hint_faults").copied().unwrap_or(0)),
-                get("pgpromote_success").saturating_sub(base.vmstat.get("pgpromote_success").copied().unwrap_or(0)),
-                get("pgdemote_kswapd").saturating_sub(base.vmstat.get("pgdemote_kswapd").copied().unwrap_or(0)),
+                get("numa_hint_faults"),
+                get("pgpromote_success"),
+                get("pgdemote_kswapd"),
             );
         }
         (prev_t, prev_n) = (t, n);
         next += interval;
+    }
+    if c.phase() == control::FAILED {
+        return Err(Error::Other(format!("the workload process failed: {}", c.error())));
     }
     if STOP.load(Ordering::SeqCst) {
         return Err(Error::Other("stopped by a signal; the knobs were restored and nothing was written".into()));
@@ -418,7 +461,7 @@ rate = 20000
     #[test]
     fn records_the_simulators_columns_and_restores_the_knobs() {
         let t = fake_two_node();
-        t.set("/proc/self/numa_maps", "555500000000 default anon=16 N1=16\n");
+        t.set("/proc/self/numa_maps", "200000000000 default anon=16 N1=16\n");
         t.set("/proc/self/sched", "mm->numa_scan_seq : 3\n");
         t.set(knobs::THP_ENABLED, "always madvise [never]\n");
         let dir = tempfile::tempdir().unwrap();
@@ -433,6 +476,7 @@ rate = 20000
                 duration_s: None,
                 state_file: None,
                 progress_every_s: 0.0,
+                proc_dir: Some("/proc/self".into()),
             },
         )
         .unwrap();
@@ -476,6 +520,7 @@ rate = 20000
                 duration_s: None,
                 state_file: None,
                 progress_every_s: 0.0,
+                proc_dir: Some("/proc/self".into()),
             },
         )
         .unwrap_err();

@@ -7,7 +7,7 @@
 //! `/sys/kernel/mm/ksm/*`. A column the host cannot measure (latencies, bandwidth, the
 //! kernel's internal hot threshold, a counter this kernel lacks) is left empty.
 
-use super::memory::Mapping;
+use super::memory::MappedRegion;
 use crate::fs::{parse_meminfo_kb, HostFs};
 use crate::Error;
 use std::collections::BTreeMap;
@@ -30,9 +30,12 @@ pub struct Reading {
     pub ksm: BTreeMap<String, u64>,
 }
 
-/// Reads the host for one workload's process (this one).
+/// Reads the host for one workload's process.
 pub struct Sampler {
     fs: HostFs,
+    /// The workload process's `/proc` directory (`/proc/<pid>`).
+    proc_dir: String,
+    regions: Vec<MappedRegion>,
     nr_nodes: usize,
     header: Vec<String>,
     extra: Vec<ExtraColumn>,
@@ -41,13 +44,15 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(fs: HostFs, cfg: &SimConfig, workload: usize) -> Self {
+    pub fn new(fs: HostFs, cfg: &SimConfig, workload: usize, proc_dir: String, regions: Vec<MappedRegion>) -> Self {
         let nr_nodes = cfg.machine.nodes.len();
         let mut header = base_columns(nr_nodes);
         let (extra, names): (Vec<_>, Vec<_>) = extra_columns(cfg).into_iter().unzip();
         header.extend(names);
         Sampler {
             fs,
+            proc_dir,
+            regions,
             nr_nodes,
             header,
             extra,
@@ -61,7 +66,7 @@ impl Sampler {
     }
 
     /// Read everything now.
-    pub fn read(&self, m: &Mapping) -> Result<Reading, Error> {
+    pub fn read(&self) -> Result<Reading, Error> {
         let vmstat = parse_vmstat(&self.fs.read("/proc/vmstat")?);
         let node_free_pages = (0..self.nr_nodes)
             .map(|n| {
@@ -73,11 +78,11 @@ impl Sampler {
                     .map(|b| b / PAGE_SIZE)
             })
             .collect();
-        let maps = self.fs.read("/proc/self/numa_maps")?;
-        let regions = region_nodes(&maps, m, self.nr_nodes);
+        let maps = self.fs.read(&format!("{}/numa_maps", self.proc_dir))?;
+        let regions = region_nodes(&maps, &self.regions, self.nr_nodes);
         let scan_seq = self
             .fs
-            .read_opt("/proc/self/sched")?
+            .read_opt(&format!("{}/sched", self.proc_dir))?
             .and_then(|t| parse_scan_seq(&t));
         let mut ksm = BTreeMap::new();
         for &f in tiermem_core::timeline::KSM_TIMELINE_FILES {
@@ -178,14 +183,14 @@ pub fn parse_scan_seq(text: &str) -> Option<u64> {
 /// Pages per node of each region from `numa_maps` (`<start> <policy> ... N0=12 N1=4 ...`):
 /// every line whose start address lies in a region counts for it (a region whose VMA was
 /// split, by `mbind` for example, has several lines).
-pub fn region_nodes(numa_maps: &str, m: &Mapping, nr_nodes: usize) -> Vec<Vec<u64>> {
-    let mut out = vec![vec![0u64; nr_nodes]; m.regions.len()];
+pub fn region_nodes(numa_maps: &str, regions: &[MappedRegion], nr_nodes: usize) -> Vec<Vec<u64>> {
+    let mut out = vec![vec![0u64; nr_nodes]; regions.len()];
     for line in numa_maps.lines() {
         let mut it = line.split_whitespace();
         let Some(start) = it.next().and_then(|a| usize::from_str_radix(a, 16).ok()) else {
             continue;
         };
-        let Some(ri) = m.regions.iter().position(|r| r.contains(start)) else {
+        let Some(ri) = regions.iter().position(|r| r.contains(start)) else {
             continue;
         };
         for tok in it {
@@ -212,18 +217,15 @@ mod tests {
         assert_eq!(v["pgpromote_success"], 7);
         let sched = "hotcold (123, #threads: 2)\n---\nmm->numa_scan_seq                            :                    5\nnuma_pages_migrated : 0\n";
         assert_eq!(parse_scan_seq(sched), Some(5));
-        let m = Mapping {
-            regions: vec![MappedRegion {
-                name: "hot".into(),
-                addr: 0x5555_0000_0000,
-                len: 1 << 20,
-            }],
-        };
+        let m = vec![MappedRegion {
+            name: "hot".into(),
+            addr: 0x5555_0000_0000,
+            len: 1 << 20,
+        }];
         let maps = "555500000000 default anon=200 dirty=200 active=0 N0=150 N1=50 kernelpagesize_kB=4\n\
                     555500080000 bind:1 anon=56 dirty=56 N1=56 kernelpagesize_kB=4\n\
                     7f0000000000 default file=/usr/lib/x mapped=3 N0=3 kernelpagesize_kB=4\n";
         let h = region_nodes(maps, &m, 2);
         assert_eq!(h, vec![vec![150, 106]]);
-        std::mem::forget(m); // not a real mapping: do not munmap
     }
 }
