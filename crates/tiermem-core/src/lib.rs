@@ -38,6 +38,7 @@ pub mod timing;
 pub mod topology;
 pub mod units;
 pub mod vmstat;
+pub mod watermarks;
 
 use std::fmt;
 

@@ -32,6 +32,7 @@ pub mod ksm_experiment;
 pub mod mem;
 pub mod mempolicy;
 pub mod numa;
+pub mod numa_scan;
 pub mod observe;
 pub mod seed002;
 pub mod synthetic;

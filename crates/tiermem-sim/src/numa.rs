@@ -43,9 +43,9 @@ const NUMA_PERIOD_THRESHOLD: u64 = 7;
 /// `NUMA_MIGRATION_ADJUST_STEPS`.
 const NUMA_MIGRATION_ADJUST_STEPS: u32 = 16;
 /// A scheduler tick (HZ = 250, Debian's configuration), in ns.
-const TICK_NS: u64 = 4_000_000;
+pub(crate) const TICK_NS: u64 = 4_000_000;
 /// Huge page size in base pages: scan chunks end on a PMD boundary.
-const HPAGE_PAGES: u64 = 512;
+pub(crate) const HPAGE_PAGES: u64 = 512;
 
 /// Per-node promotion state (`pglist_data` fields).
 #[derive(Clone, Debug, Default)]
@@ -68,6 +68,8 @@ pub struct MmNuma {
     /// `numa_scan_seq`.
     pub scan_seq: u32,
     pub users: u32,
+    /// Per VMA, `vma->numab_state` (created when the scanner first sees the VMA).
+    pub numab: Vec<Option<crate::numa_scan::VmaNumab>>,
 }
 
 /// Per-task NUMA state.
@@ -76,11 +78,11 @@ pub struct TaskNuma {
     pub proc: u16,
     pub cpu_node: NodeId,
     /// The task's pid bits for cpupid matching.
-    pid: u32,
+    pub(crate) pid: u32,
     /// `numa_scan_period` (ms).
     pub period_ms: u64,
     /// `node_stamp` (ns of task runtime).
-    node_stamp_ns: u64,
+    pub(crate) node_stamp_ns: u64,
     /// `numa_scan_seq` seen at the last placement.
     seq_seen: u32,
     pub preferred_nid: Option<usize>,
@@ -114,11 +116,11 @@ fn cpupid_to_nid(c: u32) -> usize {
 }
 
 impl Kernel {
-    fn now_ms(now: SimTime) -> u64 {
+    pub(crate) fn now_ms(now: SimTime) -> u64 {
         now.as_ms()
     }
 
-    fn numa_mode(&self) -> u32 {
+    pub(crate) fn numa_mode(&self) -> u32 {
         self.numa_balancing
     }
 
@@ -182,7 +184,7 @@ impl Kernel {
     }
 
     /// `folio_use_access_time`: the cpupid field holds a time.
-    fn use_access_time(&self, node: usize) -> bool {
+    pub(crate) fn use_access_time(&self, node: usize) -> bool {
         self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0
             && !self.topo.is_toptier(NodeId(node as u8))
     }
@@ -206,150 +208,6 @@ impl Kernel {
     pub fn task_scan_max(&self, proc: u16) -> u64 {
         self.task_scan_min(proc)
             .max(self.cfg.numa.scan_period_max_ms as u64 / self.nr_scan_windows(proc))
-    }
-
-    // --- The scanner ------------------------------------------------------------------------
-
-    /// `task_tick_numa`: called at each scheduler tick with the task's CPU runtime. Returns the
-    /// CPU time the task spends in `task_numa_work` (run on return to user space).
-    pub fn task_tick_numa(&mut self, tid: usize, runtime_ns: u64, now: SimTime) -> SimDuration {
-        if self.numa_mode() == 0 {
-            return SimDuration::ZERO;
-        }
-        let proc = self.numa.tasks[tid].proc;
-        if !self.procs[proc as usize].alive {
-            return SimDuration::ZERO;
-        }
-        let period_ns = self.numa.tasks[tid].period_ms * 1_000_000;
-        let t = &self.numa.tasks[tid];
-        if runtime_ns <= t.node_stamp_ns + period_ns {
-            return SimDuration::ZERO;
-        }
-        if t.node_stamp_ns == 0 {
-            let start = self.task_scan_min(proc);
-            self.numa.tasks[tid].period_ms = start;
-        }
-        self.numa.tasks[tid].node_stamp_ns += period_ns;
-        if Self::now_ms(now) >= self.numa.mm[proc as usize].next_scan_ms {
-            self.task_numa_work(tid, now)
-        } else {
-            SimDuration::ZERO
-        }
-    }
-
-    /// `task_numa_work`: claim the scan, then mark up to `scan_size_mb` of address space
-    /// (and at most 8× that of virtual range) PROT_NONE, resuming at `numa_scan_offset`.
-    fn task_numa_work(&mut self, tid: usize, now: SimTime) -> SimDuration {
-        let now_ms = Self::now_ms(now);
-        let proc = self.numa.tasks[tid].proc as usize;
-        let delay = self.cfg.numa.scan_delay_ms as u64;
-        {
-            let mm = &mut self.numa.mm[proc];
-            if mm.next_scan_ms == 0 {
-                mm.next_scan_ms = now_ms + delay;
-            }
-            if now_ms < mm.next_scan_ms {
-                return SimDuration::ZERO;
-            }
-        }
-        if self.numa.tasks[tid].period_ms == 0 {
-            self.numa.tasks[tid].period_ms = self.task_scan_min(proc as u16);
-        }
-        let period = self.numa.tasks[tid].period_ms;
-        self.numa.mm[proc].next_scan_ms = now_ms + period;
-        self.numa.tasks[tid].node_stamp_ns += 2 * TICK_NS;
-
-        let scan_pages = (self.cfg.numa.scan_size_mb as u64) << (20 - PAGE_SHIFT);
-        let mut pages = scan_pages as i64;
-        let mut virtpages = 8 * scan_pages as i64;
-        let total = self.procs[proc].ptes.len() as u64;
-        let mut start = self.numa.mm[proc].scan_offset.min(total);
-        let (mut visited, mut updated) = (0u64, 0u64);
-        // mm_users == 1 and private VMAs: pages already on the task's node are skipped.
-        let target_node =
-            (self.numa.mm[proc].users == 1).then_some(self.numa.tasks[tid].cpu_node.idx());
-        let vma_ends: Vec<u64> = self.procs[proc]
-            .vmas
-            .iter()
-            .map(|v| (v.pte_base + v.pages) as u64)
-            .collect();
-        let mut wrapped = false;
-        while pages > 0 && virtpages > 0 {
-            let Some(&vma_end) = vma_ends.iter().find(|&&e| e > start) else {
-                wrapped = true;
-                break;
-            };
-            let end = (start + pages as u64)
-                .next_multiple_of(HPAGE_PAGES)
-                .min(vma_end);
-            let n = self.change_prot_numa(proc, start, end, target_node, now_ms, &mut visited);
-            updated += n;
-            if n > 0 {
-                pages -= (end - start) as i64;
-            }
-            virtpages -= (end - start) as i64;
-            start = end;
-            if start >= total {
-                wrapped = true;
-                break;
-            }
-        }
-        let mm = &mut self.numa.mm[proc];
-        if wrapped {
-            // reset_ptenuma_scan
-            mm.scan_offset = 0;
-            mm.scan_seq += 1;
-        } else {
-            mm.scan_offset = start;
-        }
-        let c = &self.cfg.costs;
-        let cost = SimDuration(c.numa_scan_pte.0 * visited + c.numa_pte_update.0 * updated);
-        // Overhead cap: 32× the work's CPU time is added to node_stamp (≈ 3 % of runtime).
-        self.numa.tasks[tid].node_stamp_ns += 32 * cost.ps() / 1000;
-        cost
-    }
-
-    /// `change_prot_numa` over page-table indices `[start, end)`: mark eligible present pages
-    /// PROT_NONE; store the scan time in slow-tier pages when tiering is on. Returns PTEs updated.
-    fn change_prot_numa(
-        &mut self,
-        proc: usize,
-        start: u64,
-        end: u64,
-        target_node: Option<usize>,
-        now_ms: u64,
-        visited: &mut u64,
-    ) -> u64 {
-        let mode = self.numa_mode();
-        let mut updated = 0;
-        for idx in start..end {
-            let pte = self.procs[proc].ptes[idx as usize];
-            if pte & PTE_PRESENT == 0 {
-                continue;
-            }
-            *visited += 1;
-            // change_pte_range skips KSM pages and the zero page (write-protected here).
-            if pte & (PTE_PROTNONE | PTE_RDONLY) != 0 {
-                continue;
-            }
-            let nid = pte_node(pte);
-            if target_node == Some(nid) {
-                continue;
-            }
-            let toptier = self.topo.is_toptier(NodeId(nid as u8));
-            if mode & NUMA_BALANCING_NORMAL == 0 && toptier {
-                // Tiering-only mode never scans top-tier pages.
-                continue;
-            }
-            if self.use_access_time(nid) {
-                self.nodes[nid].frames[pte_pfn(pte) as usize].atime =
-                    now_ms as u32 & PAGE_ACCESS_TIME_MASK;
-            }
-            self.procs[proc].ptes[idx as usize] = pte | PTE_PROTNONE;
-            self.vmstat.inc(nid, Vm::NumaPteUpdates);
-            updated += 1;
-        }
-        updated
     }
 
     // --- The hint fault -----------------------------------------------------------------------
@@ -376,6 +234,7 @@ impl Kernel {
         let nid = pte_node(pte);
         let pfn = pte_pfn(pte);
         let cpu_node = self.numa.tasks[tid].cpu_node.idx();
+        self.vma_set_access_pid_bit(tid, p, idx);
         self.vmstat.inc(nid, Vm::NumaHintFaults);
         let local = nid == cpu_node;
         if local {
@@ -679,12 +538,13 @@ impl Kernel {
         let (min, max) = (self.task_scan_min(proc), self.task_scan_max(proc));
         let t = &mut self.numa.tasks[tid];
         let [remote, local, failed] = t.locality;
-        t.locality = [0; 3];
         if local + shared == 0 || failed > 0 {
+            // Scan slower; the fault locality is kept (the kernel clears it only below).
             t.period_ms = max.min(t.period_ms * 2);
             self.numa.mm[proc as usize].next_scan_ms = Self::now_ms(now) + t.period_ms;
             return;
         }
+        t.locality = [0; 3];
         let slot = t.period_ms.div_ceil(NUMA_PERIOD_SLOTS) as i64;
         let lr = NUMA_PERIOD_SLOTS * local / (local + remote);
         let ps = NUMA_PERIOD_SLOTS * private / (private + shared).max(1);

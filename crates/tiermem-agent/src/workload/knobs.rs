@@ -48,7 +48,9 @@ pub struct KnobPlan {
 /// kernel knobs (`numa.promotion` other than the current kernel's, `numa.model_scale`,
 /// swap and zram devices, DAMON contexts) are refused or left to the host's setup, with a
 /// message naming the key.
-pub fn plan(k: &KernelConfig, nr_nodes: usize) -> Result<KnobPlan, Error> {
+/// `host_total_pages`: the host's memory (sum of the nodes' `MemTotal`), from which the
+/// simulator's default `min_free_kbytes` follows.
+pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<KnobPlan, Error> {
     refuse_simulator_only(k)?;
     let n = &k.numa;
     let mut before = vec![
@@ -70,9 +72,13 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize) -> Result<KnobPlan, Error> {
             optional: !k.lru_gen,
         },
     ];
-    if let Some(m) = k.min_free_kbytes {
-        before.push(knob("/proc/sys/vm/min_free_kbytes", m));
-    }
+    // Written before transparent_hugepage, so that it is restored after it (starting
+    // khugepaged again raises min_free_kbytes; the original comes back last).
+    let mfk = k
+        .min_free_kbytes
+        .unwrap_or_else(|| tiermem_core::watermarks::default_min_free_kbytes(host_total_pages));
+    let thp = before.iter().position(|k| k.path == THP_ENABLED).unwrap_or(before.len());
+    before.insert(thp, knob("/proc/sys/vm/min_free_kbytes", mfk));
     if let Some(w) = &k.weighted_interleave.weights {
         for (node, v) in w.iter().enumerate().take(nr_nodes) {
             before.push(knob(format!("{WI_DIR}/node{node}"), v));
@@ -153,7 +159,8 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        let p = plan(&cfg.kernel, 2).unwrap();
+        let p = plan(&cfg.kernel, 2, 1 << 18).unwrap();
+        assert!(p.before.contains(&knob("/proc/sys/vm/min_free_kbytes", 4096)), "the simulator's default for 1 GiB");
         assert_eq!(p.before[0], knob(NUMA_BALANCING, 0));
         assert!(p.before.contains(&knob(format!("{DEBUGFS_NB}/hot_threshold_ms"), 500)));
         assert!(p.before.contains(&knob(format!("{KSM_DIR}/pages_to_scan"), 1000)));
@@ -171,7 +178,7 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        let e = plan(&cfg.kernel, 2).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = plan(&cfg.kernel, 2, 1 << 18).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("kernel.numa.model_scale"), "{e}");
     }
 }

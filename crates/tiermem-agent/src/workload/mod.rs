@@ -126,8 +126,8 @@ fn synthetic_workload(cfg: &SimConfig) -> Result<(usize, &SyntheticConfig), Erro
     })
 }
 
-/// Read and check the scenario against the host: (config, workload index, CPUs to pin to).
-fn prepare(spec: &Path, fs: &HostFs, opts: &Options) -> Result<(SimConfig, usize, Vec<u32>), Error> {
+/// Read and check the scenario against the host: (config, workload index, CPUs to pin to, the host's total pages).
+fn prepare(spec: &Path, fs: &HostFs, opts: &Options) -> Result<(SimConfig, usize, Vec<u32>, u64), Error> {
     let (mut cfg, _) = SimConfig::from_file(spec)?;
     if let Some(d) = opts.duration_s {
         if !(d > 0.0 && d.is_finite() && d < 1e6) {
@@ -171,13 +171,14 @@ fn prepare(spec: &Path, fs: &HostFs, opts: &Options) -> Result<(SimConfig, usize
         )
         .into());
     }
-    Ok((cfg, wi, cpus))
+    let total_pages = host.iter().map(|h| h.mem_total_bytes).sum::<u64>() / tiermem_core::units::PAGE_SIZE;
+    Ok((cfg, wi, cpus, total_pages))
 }
 
 /// Run the scenario at `spec` and write `timeline.csv` and `meta.json` to `opts.out`.
 pub fn run(spec: &Path, fs: &HostFs, opts: &Options) -> Result<Meta, Error> {
-    let (cfg, wi, cpus) = prepare(spec, fs, opts)?;
-    let plan = knobs::plan(&cfg.kernel, cfg.machine.nodes.len())?;
+    let (cfg, wi, cpus, total_pages) = prepare(spec, fs, opts)?;
+    let plan = knobs::plan(&cfg.kernel, cfg.machine.nodes.len(), total_pages)?;
     for k in plan.before.iter().chain(&plan.at_start) {
         if !k.optional && !fs.exists(&k.path) {
             return Err(Error::Feature {
@@ -343,6 +344,12 @@ fn drive(
     let proc_dir = opts.proc_dir.clone().unwrap_or_else(|| format!("/proc/{}", child.pid));
     let mut sampler = sample::Sampler::new(fs.clone(), cfg, child.workload, proc_dir, regions);
     let base = sampler.read()?;
+    // The workload process's VMAs at time 0: the scanner walks all of them, not just the
+    // regions (see docs/fidelity.md on the PID filter).
+    if let Ok(Some(maps)) = fs.read_opt(&format!("/proc/{}/maps", child.pid)) {
+        let p = opts.out.join("maps.txt");
+        std::fs::write(&p, maps + "\n").map_err(|e| Error::io(&p, "write", e))?;
+    }
     let free0 = base.node_free_pages.clone();
     sampler.set_baseline(base.clone());
     c.t0_ns.store(control::monotonic_ns(), Ordering::SeqCst);
@@ -464,6 +471,7 @@ rate = 20000
         t.set("/proc/self/numa_maps", "200000000000 default anon=16 N1=16\n");
         t.set("/proc/self/sched", "mm->numa_scan_seq : 3\n");
         t.set(knobs::THP_ENABLED, "always madvise [never]\n");
+        t.set("/proc/sys/vm/min_free_kbytes", "67584\n");
         let dir = tempfile::tempdir().unwrap();
         let spec = dir.path().join("s.toml");
         std::fs::write(&spec, SCENARIO).unwrap();
@@ -482,6 +490,8 @@ rate = 20000
         .unwrap();
         assert_eq!(t.get(NUMA_BALANCING), "0", "restored");
         assert_eq!(t.get(knobs::THP_ENABLED), "never", "a selector file restores its choice");
+        assert_eq!(t.get("/proc/sys/vm/min_free_kbytes"), "67584");
+        assert!(meta.knobs.iter().any(|k| k.path.ends_with("min_free_kbytes") && k.value == "5792"), "int_sqrt(2 GiB in KiB × 16)");
         assert!(!out.join("knobs.state").exists());
         assert!(meta.knobs.iter().any(|k| k.path == NUMA_BALANCING && k.value == "2"));
         let csv = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
