@@ -13,16 +13,21 @@ cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null | sed 's/^/TIERMEM-LRU-GEN /'
 [ -x /scenario/setup.sh ] && /scenario/setup.sh
 mkdir -p /tmp/out
 # tiermem_trace on the kernel command line (record.sh --trace): trace every task_numa_work
-# call with its duration (function_graph, depth 1) and the scanner's VMA skips, for model work.
+# call with its duration (function_graph, depth 1), the scanner's VMA skips, kswapd's wakes,
+# sleeps and reclaim batches, ksmd's scans and migrations, for model work.
 if grep -q tiermem_trace /proc/cmdline; then
   T=/sys/kernel/tracing
   [ -d $T/events ] || T=/sys/kernel/debug/tracing
   echo 8192 > $T/buffer_size_kb
-  printf "task_numa_work\nksm_do_scan\nbalance_pgdat\n" > $T/set_ftrace_filter
+  echo task_numa_work > $T/set_ftrace_filter
   echo 1 > $T/max_graph_depth
   echo function_graph > $T/current_tracer
   echo funcgraph-abstime > $T/trace_options
-  echo 1 > $T/events/sched/sched_skip_vma_numa/enable 2>/dev/null
+  for e in sched/sched_skip_vma_numa vmscan/mm_vmscan_kswapd_wake vmscan/mm_vmscan_kswapd_sleep \
+    vmscan/mm_vmscan_wakeup_kswapd vmscan/mm_vmscan_lru_shrink_inactive ksm/ksm_start_scan \
+    ksm/ksm_stop_scan migrate/mm_migrate_pages; do
+    echo 1 > $T/events/$e/enable 2>/dev/null
+  done
   echo 1 > $T/tracing_on
 fi
 if tiermem workload run /scenario/scenario.toml --out /tmp/out --progress 10; then
