@@ -94,12 +94,15 @@ pub fn build(
     kernel: &mut Kernel,
 ) -> Vec<ThreadSpec> {
     let name = s.name.clone().unwrap_or_else(|| format!("synthetic{wi}"));
+    let image = process_image(s.threads);
     let vmas = s
         .regions
         .iter()
         .map(|r| (r.name.clone(), r.pages() as u32, r.place.clone()))
+        .chain(image.iter().map(|v| (v.name.to_string(), v.pages, None)))
         .collect();
     let proc = kernel.add_process(name, cpu, s.policy.clone(), vmas);
+    populate_image(&image, s.regions.len(), proc, cpu, kernel);
     place_regions(s, wi, proc, cpu, kernel);
     let mut threads = vec![spec(wi, proc, cpu, SimDuration::ZERO, None, Generator::Synthetic(SyntheticGen::Main))];
     let pace = s.thread_rate().map(|r| SimDuration::from_secs_f64(1.0 / r));
@@ -158,6 +161,56 @@ fn region_samplers(
         .zip(&kernel.procs[proc as usize].vmas)
         .map(|(r, v)| r.pattern().map(|p| (v.pte_base, PageSampler::new(p, r.pages()))))
         .collect()
+}
+
+/// A VMA every process has besides its data: stacks, heap, the binary's data.
+pub struct ImageVma {
+    pub name: &'static str,
+    pub pages: u32,
+    /// Pages present (touched at start-up, on the CPU's node).
+    pub present: u32,
+}
+
+/// The VMAs the live runner's workload process has besides its regions, in address order
+/// after them (its `/proc/<pid>/maps` at time 0, recorded as `maps.txt`): the heap; per
+/// access thread a malloc arena, a signal stack and a 2 MiB stack; the control block
+/// shared with the recording process; the main thread's signal stack; the vDSO; the
+/// binary's data and bss; the main stack. Guard pages, `[vvar]` and the read-only file
+/// mappings are left out: the scanner skips them without looking (inaccessible,
+/// unsuitable, shared read-only). The rest matter: NUMA balancing walks them, and once a
+/// sequence is two old only the PID filter's forced retry scans them, one per scan, so they
+/// decide how long a scan sequence takes (see `numa_scan`).
+pub fn process_image(threads: u32) -> Vec<ImageVma> {
+    let v = |name, pages, present| ImageVma {
+        name,
+        pages,
+        present,
+    };
+    let mut out = vec![v("[heap]", 67, 16)];
+    for _ in 0..threads {
+        out.extend([v("[arena]", 33, 2), v("[sigaltstack]", 2, 1), v("[thread-stack]", 512, 4)]);
+    }
+    out.extend([
+        v("[control]", 2, 2),
+        v("[sigaltstack]", 2, 1),
+        v("[vdso]", 2, 2),
+        v("[data]", 4, 4),
+        v("[bss]", 7, 7),
+        v("[stack]", 33, 8),
+    ]);
+    out
+}
+
+/// Fault in the image VMAs' present pages (first VMA index `first`), on the CPU's node.
+fn populate_image(image: &[ImageVma], first: usize, proc: u16, cpu: NodeId, kernel: &mut Kernel) {
+    for (k, v) in image.iter().enumerate() {
+        let base = kernel.procs[proc as usize].vmas[first + k].pte_base;
+        for idx in base..base + v.present.min(v.pages) {
+            if kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO).is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// Placement: populate each region under its `place` policy (already its VMA policy),

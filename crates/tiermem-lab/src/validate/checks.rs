@@ -203,8 +203,8 @@ pub fn evaluate(spec: &CheckSpec, kernel: &Timeline, sim: &Timeline, tol: &Toler
         }
         CheckSpec::Bursts { column, min_rate_share } => {
             let share = min_rate_share.unwrap_or(0.5);
-            let kb = bursts(&with_origin(ks), end, share);
-            let sb = bursts(&with_origin(ss), end, share);
+            let kb = bursts(&with_origin(ks), end, share, tol.time_s);
+            let sb = bursts(&with_origin(ss), end, share, tol.time_s);
             compare_events(column, "burst", &kb, &sb, tol)
         }
         CheckSpec::ScanPasses { workload } => {
@@ -257,15 +257,32 @@ fn label(spec: &CheckSpec) -> String {
 /// A burst: (start time, size).
 type Burst = (f64, f64);
 
-/// Runs of samples whose rate exceeds `share` × the mean rate over `[0, end]`.
-fn bursts(s: &[(f64, f64)], end: f64, share: f64) -> Vec<Burst> {
+/// Runs of samples whose rate exceeds `share` × the mean rate over `[0, end]`; runs less
+/// than `merge_s` apart are one burst (the activity after one scan can straddle samples).
+fn bursts(s: &[(f64, f64)], end: f64, share: f64, merge_s: f64) -> Vec<Burst> {
+    let runs = rate_runs(s, end, share);
+    let mut out: Vec<(f64, f64, f64)> = Vec::new();
+    for (start, stop, size) in runs {
+        match out.last_mut() {
+            Some(last) if start - last.1 < merge_s => {
+                last.1 = stop;
+                last.2 += size;
+            }
+            _ => out.push((start, stop, size)),
+        }
+    }
+    out.into_iter().map(|(a, _, n)| (a, n)).collect()
+}
+
+/// Runs of samples above the rate threshold: (start, end, size).
+fn rate_runs(s: &[(f64, f64)], end: f64, share: f64) -> Vec<(f64, f64, f64)> {
     let total = at(s, end) - s.first().map_or(0.0, |p| p.1);
     if total <= 0.0 || end <= 0.0 {
         return Vec::new();
     }
     let threshold = share * total / end;
-    let mut out: Vec<Burst> = Vec::new();
-    let mut open: Option<Burst> = None;
+    let mut out = Vec::new();
+    let mut open: Option<(f64, f64, f64)> = None;
     for w in s.windows(2) {
         let ((t0, v0), (t1, v1)) = (w[0], w[1]);
         if t0 >= end {
@@ -273,8 +290,11 @@ fn bursts(s: &[(f64, f64)], end: f64, share: f64) -> Vec<Burst> {
         }
         let rate = (v1 - v0) / (t1 - t0).max(1e-9);
         match (&mut open, rate > threshold) {
-            (Some(b), true) => b.1 += v1 - v0,
-            (None, true) => open = Some((t0, v1 - v0)),
+            (Some(b), true) => {
+                b.1 = t1;
+                b.2 += v1 - v0;
+            }
+            (None, true) => open = Some((t0, t1, v1 - v0)),
             (Some(_), false) => out.extend(open.take()),
             (None, false) => {}
         }
