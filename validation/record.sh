@@ -60,6 +60,7 @@ for d in "${dirs[@]}"; do
     echo "# lru_gen: $(grep -m1 '^TIERMEM-LRU-GEN' "$work/console.log" | cut -d' ' -f2- || echo absent)"
     echo "# VM: qemu-system-x86_64 -accel tcg,thread=multi -cpu max -machine q35,hmat=on -kernel $(basename "$VMLINUZ") -append \"$append\" ${qargs[*]}"
   } > "$d/kernel.new/command.txt"
+  [[ -f $d/kernel.new/trace.txt ]] && gzip -9 "$d/kernel.new/trace.txt"
   rm -rf "${d:?}/$as" && mv "$d/kernel.new" "$d/$as"
   rm -rf "$work"
   log "$name: recorded into $d/$as"

@@ -65,6 +65,8 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
     }
     let (mut scenarios_ok, mut checks, mut passed) = (0, 0, 0);
     let mut errors = Vec::new();
+    let mut summary = String::from("| scenario | checks within tolerance | failing |\n|---|---|---|\n");
+    let mut details = String::new();
     for p in &paths {
         let t0 = std::time::Instant::now();
         let o = match Scenario::load(p, a.kernel.as_deref()).and_then(|sc| sc.run()) {
@@ -91,6 +93,28 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
         checks += o.results.len();
         passed += o.passed();
         scenarios_ok += usize::from(o.all_pass());
+        let failing: Vec<&str> = o.results.iter().filter(|r| !r.pass).map(|r| r.check.as_str()).collect();
+        summary.push_str(&format!(
+            "| [{}](#{}) | {} of {} | {} |\n",
+            o.name,
+            o.name,
+            o.passed(),
+            o.results.len(),
+            failing.join("; ")
+        ));
+        details.push_str(&format!("### {}\n\n```\n{}```\n\n", o.name, o.table()));
+    }
+    if let Some(dir) = &a.out {
+        let p = dir.join("summary.md");
+        let text = format!(
+            "{passed} of {checks} checks within tolerance; {scenarios_ok} of {} scenarios pass.\n\n{summary}\n{details}",
+            paths.len()
+        );
+        std::fs::write(&p, text).map_err(|e| Error::Io {
+            path: p.display().to_string(),
+            source: e,
+        })?;
+        println!("summary: {}", p.display());
     }
     println!(
         "{scenarios_ok} of {} scenarios pass; {passed} of {checks} checks within tolerance{}",

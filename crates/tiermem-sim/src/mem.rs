@@ -98,11 +98,13 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A free frame; its last-cpupid field is reset (`page_cpupid_reset_last` when a page
+    /// is freed), so a new page's first NUMA hint fault sees no previous accessor.
     const FREE: Frame = Frame {
         prev: NIL,
         next: NIL,
         vpn: 0,
-        atime: 0,
+        atime: crate::numa::CPUPID_UNSET,
         owner: OWNER_FREE,
         flags: 0,
         _reserved: 0,

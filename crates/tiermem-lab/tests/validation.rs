@@ -1,0 +1,61 @@
+//! The simulator against the committed kernel recordings (`validation/`), as a ratchet: every
+//! check that passes in `validation/baseline.json` must still pass. A model change that
+//! makes more checks pass updates the baseline (`TIERMEM_UPDATE_BASELINE=1 cargo test
+//! --release -p tiermem-lab --test validation`); one that breaks a passing check fails here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tiermem_lab::validate::Scenario;
+
+fn suite() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../validation")
+}
+
+/// `scenario / check` → pass, for every scenario with a recording.
+fn outcomes() -> BTreeMap<String, bool> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.join("scenario.toml").exists() && d.join("kernel/timeline.csv").exists())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 16, "the suite has {} recorded scenarios", dirs.len());
+    let mut out = BTreeMap::new();
+    for d in dirs {
+        let sc = Scenario::load(&d, None).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        let o = sc.run().unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for r in &o.results {
+            // "(worst of N: pass k)" details vary with the run; the check is the rest.
+            let check = r.check.split(" (").next().unwrap_or(&r.check);
+            out.insert(format!("{} / {check}", o.name), r.pass);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_passing_check_regresses() {
+    let now = outcomes();
+    let path = suite().join("baseline.json");
+    if std::env::var("TIERMEM_UPDATE_BASELINE").is_ok() {
+        std::fs::write(&path, serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
+    }
+    let base: BTreeMap<String, bool> =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let regressed: Vec<&String> = base
+        .iter()
+        .filter(|(k, &pass)| pass && now.get(*k) != Some(&true))
+        .map(|(k, _)| k)
+        .collect();
+    let passing = now.values().filter(|&&p| p).count();
+    let newly: Vec<&String> = now
+        .iter()
+        .filter(|(k, &pass)| pass && base.get(*k) != Some(&true))
+        .map(|(k, _)| k)
+        .collect();
+    println!("{passing} of {} checks pass; newly passing: {newly:?}", now.len());
+    assert!(
+        regressed.is_empty(),
+        "checks that passed in validation/baseline.json fail now: {regressed:#?}"
+    );
+}
