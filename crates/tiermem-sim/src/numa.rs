@@ -92,6 +92,8 @@ pub struct TaskNuma {
     fault_shared: u64,
     /// `numa_faults_locality`: remote, local, failed migrations.
     locality: [u64; 3],
+    /// `numa_migrate_retry` (ms): placement does not run before this time.
+    migrate_retry_ms: u64,
 }
 
 /// All NUMA-balancing state of the kernel.
@@ -116,8 +118,11 @@ fn cpupid_to_nid(c: u32) -> usize {
 }
 
 impl Kernel {
+    /// `jiffies_to_msecs(jiffies)`: milliseconds in whole jiffies (4 ms at HZ = 250), the
+    /// clock of the scan and fault times, the rate-limit window and the scan schedule.
     pub(crate) fn now_ms(now: SimTime) -> u64 {
-        now.as_ms()
+        let jiffy_ms = TICK_NS / 1_000_000;
+        now.as_ms() / jiffy_ms * jiffy_ms
     }
 
     pub(crate) fn numa_mode(&self) -> u32 {
@@ -155,6 +160,7 @@ impl Kernel {
             fault_priv: 0,
             fault_shared: 0,
             locality: [0; 3],
+            migrate_retry_ms: 0,
         };
         if users > 1 {
             // A new thread of an existing mm staggers its first scan (`init_numa_balancing`):
@@ -289,10 +295,15 @@ impl Kernel {
         if moron && pol.node_mask() & (1u64 << dst) == 0 {
             return None;
         }
+        if dst == nid {
+            // Already on the faulting CPU's node: no move, and should_numa_migrate_memory
+            // is not consulted (the folio's last cpupid stays as it was).
+            return None;
+        }
         if !self.should_numa_migrate_memory(tid, nid, pfn, dst, now) {
             return None;
         }
-        (dst != nid).then_some(dst)
+        Some(dst)
     }
 
     /// `should_numa_migrate_memory`.
@@ -496,7 +507,9 @@ impl Kernel {
         } else {
             self.cpupid_match_pid(tid, last_cpupid)
         };
-        self.task_numa_placement(tid, now);
+        if Self::now_ms(now) > self.numa.tasks[tid].migrate_retry_ms {
+            self.task_numa_placement(tid, now);
+        }
         let t = &mut self.numa.tasks[tid];
         if failed {
             t.locality[2] += 1;
@@ -530,6 +543,12 @@ impl Kernel {
             t.preferred_nid = Some(b);
         }
         self.update_task_scan_period(tid, shared, private, now);
+        // numa_migrate_preferred: once a preferred node exists, placement waits
+        // min(1 s, period / 16) before it may run again (numa_migrate_retry).
+        let t = &mut self.numa.tasks[tid];
+        if t.preferred_nid.is_some() {
+            t.migrate_retry_ms = Self::now_ms(now) + (t.period_ms / 16).min(1000);
+        }
     }
 
     /// `update_task_scan_period`: aim for 70 % local (10 slots, threshold 7).
@@ -681,7 +700,8 @@ mod tests {
         let (p, tid) = process(&mut k, 0, 8, |_| 2);
         k.task_numa_work(tid, at(1234));
         let pfn = pte_pfn(k.procs[p as usize].ptes[0]);
-        assert_eq!(k.nodes[2].frames[pfn as usize].atime, 1234);
+        // jiffies_to_msecs(jiffies): 1234 ms is in the jiffy that starts at 1232 ms (HZ = 250).
+        assert_eq!(k.nodes[2].frames[pfn as usize].atime, 1232);
     }
 
     #[test]
@@ -840,19 +860,19 @@ mod tests {
                            // Too many candidates in a period: the threshold drops by def/8 each period, to def/8.
         let mut t = 0u64;
         for _ in 0..20 {
-            t += 60_001;
+            t += 60_004; // one adjust period (60 s) and one jiffy
             k.vmstat.add(0, Vm::PgpromoteCandidate, rate * 60 * 2);
             k.numa_promotion_adjust_threshold(0, rate, 1000, at(t));
         }
         assert_eq!(k.numa.pgdat[0].nbp_threshold, 125);
         // Too few: it rises to 2 × def.
         for _ in 0..20 {
-            t += 60_001;
+            t += 60_004; // one adjust period (60 s) and one jiffy
             k.numa_promotion_adjust_threshold(0, rate, 1000, at(t));
         }
         assert_eq!(k.numa.pgdat[0].nbp_threshold, 2000);
         // Within ±10 % of the reference: unchanged.
-        t += 60_001;
+        t += 60_004; // one adjust period (60 s) and one jiffy
         k.vmstat.add(0, Vm::PgpromoteCandidate, rate * 60);
         k.numa_promotion_adjust_threshold(0, rate, 1000, at(t));
         assert_eq!(k.numa.pgdat[0].nbp_threshold, 2000);

@@ -198,7 +198,10 @@ impl Kernel {
             }
             start = start.max(vstart);
             loop {
-                let end = (start + b.pages.max(0) as u64).next_multiple_of(HPAGE_PAGES).min(vend);
+                // ALIGN(start + pages, HPAGE_SIZE) in virtual addresses: VMAs start on 1 GiB
+                // boundaries, so align the offset within the VMA.
+                let off = start - vstart + b.pages.max(0) as u64;
+                let end = (vstart + off.next_multiple_of(HPAGE_PAGES)).min(vend);
                 let n = self.change_prot_numa(proc, start, end, target_node, now_ms, &mut b.visited);
                 b.updated += n;
                 if n > 0 {
