@@ -31,7 +31,7 @@ if grep -q tiermem_trace /proc/cmdline; then
   echo 1 > $T/tracing_on
 fi
 if tiermem workload run /scenario/scenario.toml --out /tmp/out --progress 10; then
-  cat /proc/zoneinfo > /tmp/out/zoneinfo.txt
+  cat /proc/zoneinfo > /tmp/out/zoneinfo-end.txt
   grep -q tiermem_trace /proc/cmdline && { echo 0 > $T/tracing_on; cat $T/trace > /tmp/out/trace.txt; }
   echo "TIERMEM-OUT-BEGIN"
   tar czf - -C /tmp/out . | base64

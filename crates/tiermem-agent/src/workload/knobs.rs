@@ -72,12 +72,13 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
             optional: !k.lru_gen,
         },
     ];
-    // Written before transparent_hugepage, so that it is restored after it (starting
-    // khugepaged again raises min_free_kbytes; the original comes back last).
+    // Written after transparent_hugepage: changing THP's mode recomputes min_free_kbytes
+    // (set_recommended_min_free_kbytes replaces smaller values), so the scenario's value
+    // goes last; it is restored first, then THP's restore raises it again as at boot.
     let mfk = k
         .min_free_kbytes
         .unwrap_or_else(|| tiermem_core::watermarks::default_min_free_kbytes(host_total_pages));
-    let thp = before.iter().position(|k| k.path == THP_ENABLED).unwrap_or(before.len());
+    let thp = before.iter().position(|k| k.path == THP_ENABLED).map_or(before.len(), |i| i + 1);
     before.insert(thp, knob("/proc/sys/vm/min_free_kbytes", mfk));
     if let Some(w) = &k.weighted_interleave.weights {
         for (node, v) in w.iter().enumerate().take(nr_nodes) {

@@ -74,6 +74,8 @@ pub struct Meta {
     pub sample_interval_s: f64,
     /// Time the population (placement) took before time 0.
     pub populate_seconds: f64,
+    /// CLOCK_MONOTONIC at time 0, seconds (the clock of ftrace timestamps).
+    pub t0_monotonic_s: f64,
     pub nodes: Vec<NodeMeta>,
     pub knobs: Vec<KnobMeta>,
     pub threads: Vec<access::ThreadStats>,
@@ -275,7 +277,12 @@ fn apply_and_record(
     } else {
         Ok(())
     };
-    let (rows, free0, populate_seconds) = outcome?;
+    let Recorded {
+        rows,
+        free0,
+        populate_seconds,
+        t0_monotonic_s,
+    } = outcome?;
     exited?;
     unmerged?;
     let c = shared.get();
@@ -312,14 +319,23 @@ fn apply_and_record(
         duration_s: cfg.duration.secs_f64(),
         sample_interval_s: cfg.sim.sample_interval.secs_f64(),
         populate_seconds,
+        t0_monotonic_s,
         nodes,
         knobs: Vec::new(),
         threads,
     })
 }
 
-/// Rows of the timeline (header first), free pages per node at time 0, population seconds.
-type Recorded = (Vec<String>, Vec<Option<u64>>, f64);
+/// What the recording process saw.
+struct Recorded {
+    /// Rows of the timeline, header first.
+    rows: Vec<String>,
+    /// Free pages per node at time 0.
+    free0: Vec<Option<u64>>,
+    populate_seconds: f64,
+    /// CLOCK_MONOTONIC at time 0, in seconds (ftrace's clock: aligns a `--trace` recording).
+    t0_monotonic_s: f64,
+}
 
 /// Wait for population, start time 0 (knobs, baseline, release), sample to the end.
 #[allow(clippy::too_many_arguments)]
@@ -350,13 +366,24 @@ fn drive(
         let p = opts.out.join("maps.txt");
         std::fs::write(&p, maps + "\n").map_err(|e| Error::io(&p, "write", e))?;
     }
+    // The zones' watermarks and free pages in effect during the run.
+    if let Ok(Some(z)) = fs.read_opt("/proc/zoneinfo") {
+        let p = opts.out.join("zoneinfo.txt");
+        std::fs::write(&p, z + "\n").map_err(|e| Error::io(&p, "write", e))?;
+    }
     let free0 = base.node_free_pages.clone();
     sampler.set_baseline(base.clone());
-    c.t0_ns.store(control::monotonic_ns(), Ordering::SeqCst);
+    let t0 = control::monotonic_ns();
+    c.t0_ns.store(t0, Ordering::SeqCst);
     c.set_phase(control::RUNNING);
     let mut rows = vec![sampler.header().join(",")];
     rows.extend(record(cfg, &sampler, c, s.threads as usize, base, opts)?);
-    Ok((rows, free0, populate_seconds))
+    Ok(Recorded {
+        rows,
+        free0,
+        populate_seconds,
+        t0_monotonic_s: t0 as f64 * 1e-9,
+    })
 }
 
 /// `run = 2`: ksmd breaks every KSM page; wait until none is left (up to a minute).
