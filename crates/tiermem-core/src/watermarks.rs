@@ -56,3 +56,135 @@ pub fn zone_watermarks(
     }
 }
 
+
+/// Zone indices as x86-64 numbers them (`enum zone_type`). `ZONE_MOVABLE` is the class zone
+/// of user allocations (`gfp_zone(GFP_HIGHUSER_MOVABLE)`): the index their watermark checks
+/// use for `lowmem_reserve`.
+pub const ZONE_DMA: usize = 0;
+pub const ZONE_DMA32: usize = 1;
+pub const ZONE_NORMAL: usize = 2;
+pub const ZONE_MOVABLE: usize = 3;
+pub const MAX_NR_ZONES: usize = 4;
+
+/// `sysctl_lowmem_reserve_ratio` defaults (DMA 256, DMA32 256, NORMAL 32, MOVABLE 0).
+pub const LOWMEM_RESERVE_RATIO: [u64; MAX_NR_ZONES] = [256, 256, 32, 0];
+
+/// One populated zone of a node: its index and managed pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ZoneSpan {
+    pub idx: usize,
+    pub managed: u64,
+}
+
+const MIB_PAGES: u64 = (1 << 20) / crate::units::PAGE_SIZE;
+const GIB_PAGES: u64 = 1024 * MIB_PAGES;
+
+/// The zones of each node, from the nodes' managed pages, laid out as QEMU's q35 machine and
+/// most x86 firmware do: nodes one after another from physical address 0; RAM below 4 GiB
+/// ends at 2.75 GiB when all RAM fits there, else at 2 GiB with the rest from 4 GiB up
+/// (`pc_q35_init`'s lowmem split). `zone_sizes_init` then cuts at 16 MiB (ZONE_DMA) and
+/// 4 GiB (ZONE_DMA32); the rest is ZONE_NORMAL. Each node's managed pages are spread over
+/// its zones in proportion to their spans (the kernel's own reservations, memmap and
+/// firmware areas, are not placed).
+pub fn node_zones(managed: &[u64]) -> Vec<Vec<ZoneSpan>> {
+    let total: u64 = managed.iter().sum();
+    let low_end = if total <= 2 * GIB_PAGES + 3 * GIB_PAGES / 4 {
+        u64::MAX
+    } else {
+        2 * GIB_PAGES
+    };
+    // Physical page ranges: RAM below `low_end`, then from 4 GiB.
+    let phys = |ram_page: u64| -> u64 {
+        if ram_page < low_end {
+            ram_page
+        } else {
+            4 * GIB_PAGES + (ram_page - low_end)
+        }
+    };
+    let bounds = [16 * MIB_PAGES, 4 * GIB_PAGES, u64::MAX];
+    let mut start = 0u64;
+    managed
+        .iter()
+        .map(|&m| {
+            let (a, b) = (start, start + m);
+            start = b;
+            // Split [a, b) of RAM at the zone bounds in physical addresses.
+            let mut spans = [0u64; 3];
+            let mut p = a;
+            while p < b {
+                let phys_p = phys(p);
+                let z = bounds.iter().position(|&e| phys_p < e).unwrap_or(2);
+                // Pages from p until the zone bound or the low-RAM end, whichever first.
+                let to_bound = bounds[z].saturating_sub(phys_p);
+                let to_low_end = if p < low_end { low_end - p } else { u64::MAX };
+                let n = (b - p).min(to_bound).min(to_low_end).max(1);
+                spans[z] += n;
+                p += n;
+            }
+            (0..3)
+                .filter(|&z| spans[z] > 0)
+                .map(|z| ZoneSpan {
+                    idx: z,
+                    managed: spans[z],
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `setup_per_zone_lowmem_reserve` for one node's zones (ascending index): zone i keeps
+/// `Σ managed(zones i+1..=j) / ratio[i]` pages from allocations whose class zone is j.
+pub fn lowmem_reserves(zones: &[ZoneSpan]) -> Vec<[u64; MAX_NR_ZONES]> {
+    zones
+        .iter()
+        .map(|zi| {
+            let mut r = [0u64; MAX_NR_ZONES];
+            let ratio = LOWMEM_RESERVE_RATIO[zi.idx];
+            if ratio == 0 || zi.managed == 0 {
+                return r;
+            }
+            for (j, slot) in r.iter_mut().enumerate().skip(zi.idx + 1) {
+                let above: u64 = zones
+                    .iter()
+                    .filter(|z| z.idx > zi.idx && z.idx <= j)
+                    .map(|z| z.managed)
+                    .sum();
+                *slot = above / ratio;
+            }
+            r
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_vm_has_dma_and_dma32_only() {
+        // The 2-node VM: node 0 = 1 GiB at 0, node 1 = 512 MiB above it.
+        let z = node_zones(&[262_144, 131_072]);
+        assert_eq!(
+            z[0],
+            vec![
+                ZoneSpan { idx: ZONE_DMA, managed: 4096 },
+                ZoneSpan { idx: ZONE_DMA32, managed: 258_048 }
+            ]
+        );
+        assert_eq!(z[1], vec![ZoneSpan { idx: ZONE_DMA32, managed: 131_072 }]);
+        // lowmem_reserve of node 0's DMA for user pages: DMA32 / 256 (recorded: 991 of 253 773).
+        assert_eq!(lowmem_reserves(&z[0])[0][ZONE_MOVABLE], 258_048 / 256);
+        assert_eq!(lowmem_reserves(&z[0])[1], [0; 4]);
+    }
+
+    #[test]
+    fn a_large_machine_has_a_normal_zone_above_4gib() {
+        let gib = 262_144u64;
+        let z = node_zones(&[64 * gib, 64 * gib]);
+        // 2 GiB below 4 GiB on node 0, the rest of it and all of node 1 in ZONE_NORMAL.
+        assert_eq!(z[0][0], ZoneSpan { idx: ZONE_DMA, managed: 4096 });
+        assert_eq!(z[0][1], ZoneSpan { idx: ZONE_DMA32, managed: 2 * gib - 4096 });
+        assert_eq!(z[0][2], ZoneSpan { idx: ZONE_NORMAL, managed: 62 * gib });
+        assert_eq!(z[1], vec![ZoneSpan { idx: ZONE_NORMAL, managed: 64 * gib }]);
+    }
+}

@@ -241,8 +241,9 @@ impl SimOps<'_> {
         (start / PAGE_SIZE..end.div_ceil(PAGE_SIZE)).map(|p| p * PAGE_SIZE)
     }
 
-    fn node_free_above(&self, d: usize, mark: u64) -> bool {
-        self.kernel.nodes[d].free > mark
+    /// The highest zone of node `d` above `mark` for a user page.
+    fn zone_above(&self, d: usize, mark: impl Fn(&crate::mem::Watermarks) -> u64) -> Option<usize> {
+        self.kernel.nodes[d].zone_above(mark, tiermem_core::watermarks::ZONE_MOVABLE)
     }
 }
 
@@ -446,17 +447,17 @@ impl DamonOps for SimOps<'_> {
                     isolated += 1;
                     // alloc_migration_target with GFP_NOWAIT: low watermark, then wake
                     // kswapd and try min; never reclaims in the target.
-                    let ok = self.node_free_above(dst, self.kernel.nodes[dst].wmark.low) || {
+                    let zone = self.zone_above(dst, |w| w.low).or_else(|| {
                         self.kernel.wakeup_kswapd(dst, self.now);
-                        self.node_free_above(dst, self.kernel.nodes[dst].wmark.min)
-                    };
-                    if !ok {
+                        self.zone_above(dst, |w| w.min)
+                    });
+                    let Some(zone) = zone else {
                         self.kernel.vmstat.inc(n, Vm::PgmigrateFail);
                         continue;
-                    }
+                    };
                     let active = self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon);
                     self.kernel.nodes[n].lru_del(pfn);
-                    self.kernel.migrate_frame(n, pfn, dst, active);
+                    self.kernel.migrate_frame(n, pfn, (dst, zone), active);
                     cost += self.kernel.cfg.costs.migrate_page;
                     applied_pages += 1;
                 }

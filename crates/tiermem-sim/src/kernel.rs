@@ -16,6 +16,7 @@ use tiermem_core::interleave::{IlCursor, WeightTable};
 use tiermem_core::mempolicy::MemPolicy;
 use tiermem_core::topology::Topology;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SIZE};
+use tiermem_core::watermarks::{Watermarks, ZONE_MOVABLE};
 
 /// `SWAP_CLUSTER_MAX`.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -209,23 +210,7 @@ impl Kernel {
         let n = topo.nr_nodes();
         let numa_balancing = cfg.numa_balancing;
         let ksm = Self::ksm_init(cfg.ksm.as_ref(), n);
-        let mut nodes: Vec<NodeMem> = topo
-            .nodes
-            .iter()
-            .map(|nd| NodeMem::new(nd.capacity.pages_floor()))
-            .collect();
-        let total: u64 = nodes.iter().map(|x| x.present).sum();
-        let mfk = cfg
-            .min_free_kbytes
-            .unwrap_or_else(|| default_min_free_kbytes(total));
-        for node in nodes.iter_mut() {
-            node.wmark = zone_watermarks(node.present, total, mfk, cfg.watermark_scale_factor);
-        }
-        for (node, nc) in nodes.iter_mut().zip(&topo.nodes) {
-            let r = nc.reserved.pages_floor().0.min(node.free);
-            node.free -= r;
-            node.kernel_pages += r;
-        }
+        let nodes = Self::boot_nodes(&topo, &cfg);
         let swap = cfg.swap.clone().map(|s| {
             let cap = s.capacity.pages_floor().0;
             (s, SwapArea::new(cap))
@@ -257,6 +242,35 @@ impl Kernel {
             oom_victims: Vec::new(),
             ksm,
         }
+    }
+
+    /// The nodes' memory at boot: zones as `zone_sizes_init` derives them from the nodes'
+    /// physical ranges ([`tiermem_core::watermarks::node_zones`]), each zone's watermarks
+    /// (`__setup_per_zone_wmarks`: `min_free_kbytes` split over every zone by managed pages)
+    /// and `lowmem_reserve`, then the memory the kernel and other programs hold (`reserved`).
+    fn boot_nodes(topo: &Topology, cfg: &KernelConfig) -> Vec<NodeMem> {
+        let managed: Vec<u64> = topo.nodes.iter().map(|nd| nd.capacity.pages_floor().0).collect();
+        let spans = tiermem_core::watermarks::node_zones(&managed);
+        let mut nodes: Vec<NodeMem> = spans
+            .iter()
+            .map(|z| {
+                let mut n = NodeMem::new(tiermem_core::units::Pages(0));
+                n.set_zones(z);
+                n
+            })
+            .collect();
+        let total: u64 = managed.iter().sum();
+        let mfk = cfg
+            .min_free_kbytes
+            .unwrap_or_else(|| default_min_free_kbytes(total));
+        let wsf = cfg.watermark_scale_factor;
+        for node in nodes.iter_mut() {
+            node.set_watermarks(|z| zone_watermarks(z.managed, total, mfk, wsf));
+        }
+        for (node, nc) in nodes.iter_mut().zip(&topo.nodes) {
+            node.take_kernel_pages(nc.reserved.pages_floor().0);
+        }
+        nodes
     }
 
     /// Create a process with the given VMAs (name, size in pages, optional VMA policy).
@@ -327,38 +341,37 @@ impl Kernel {
     ) -> Option<(usize, u32, SimDuration)> {
         let zl: Vec<usize> = self.zonelist(preferred, Some(mask)).collect();
         let first = *zl.first()?;
-        let pick = zl
-            .iter()
-            .copied()
-            .find(|&n| self.wmark_ok(n, self.nodes[n].wmark.low))
-            .or_else(|| {
-                for &n in &zl {
-                    self.wakeup_kswapd(n, now);
-                }
-                zl.iter()
-                    .copied()
-                    .find(|&n| self.wmark_ok(n, self.nodes[n].wmark.min))
-            })?;
+        let pick = self.first_zone(&zl, |w| w.low).or_else(|| {
+            for &n in &zl {
+                self.wakeup_kswapd(n, now);
+            }
+            self.first_zone(&zl, |w| w.min)
+        })?;
         let (n, pfn) = self.take_on(pick, first, cpu_node.idx(), owner, vpn);
         Some((n, pfn, SimDuration::ZERO))
     }
 
-    /// `zone_watermark_ok` for order 0: free pages above the mark.
-    #[inline]
-    fn wmark_ok(&self, n: usize, mark: u64) -> bool {
-        self.nodes[n].free > mark
+    /// The first (node, zone) of a zonelist (nodes in fallback order, each node's zones
+    /// highest first) that passes `mark` for a user page (`get_page_from_freelist` at
+    /// order 0, class zone `ZONE_MOVABLE`).
+    pub(crate) fn first_zone(&self, zl: &[usize], mark: impl Fn(&Watermarks) -> u64) -> Option<(usize, usize)> {
+        zl.iter().find_map(|&n| {
+            self.nodes[n]
+                .zone_above(&mark, ZONE_MOVABLE)
+                .map(|z| (n, z))
+        })
     }
 
-    /// Take a frame on node `n` and count `zone_statistics`.
+    /// Take a frame from zone `z` of node `n` and count `zone_statistics`.
     fn take_on(
         &mut self,
-        n: usize,
+        (n, z): (usize, usize),
         preferred: usize,
         cpu_node: usize,
         owner: u16,
         vpn: u32,
     ) -> (usize, u32) {
-        let pfn = self.nodes[n].take_frame(owner, vpn);
+        let pfn = self.nodes[n].take_frame_in(z, owner, vpn);
         self.vmstat.inc(n, Vm::PgallocNormal);
         if n == preferred {
             self.vmstat.inc(n, Vm::NumaHit);
@@ -395,11 +408,9 @@ impl Kernel {
         let first = zl.first().copied().unwrap_or(preferred.idx());
         // Fast path: ALLOC_WMARK_LOW. A node failing it is skipped without waking its
         // kswapd (node_reclaim_mode is 0).
-        for &n in &zl {
-            if self.wmark_ok(n, self.nodes[n].wmark.low) {
-                let (n, pfn) = self.take_on(n, first, cpu_node.idx(), owner, vpn);
-                return Ok((n, pfn, SimDuration::ZERO));
-            }
+        if let Some(at) = self.first_zone(&zl, |w| w.low) {
+            let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
+            return Ok((n, pfn, SimDuration::ZERO));
         }
         // Slow path: wake_all_kswapds, then the min watermark, then direct reclaim; repeated
         // until MAX_RECLAIM_RETRIES rounds make no progress.
@@ -410,11 +421,8 @@ impl Kernel {
             for &n in &zl {
                 self.wakeup_kswapd(n, now);
             }
-            if let Some(&n) = zl
-                .iter()
-                .find(|&&n| self.wmark_ok(n, self.nodes[n].wmark.min))
-            {
-                let (n, pfn) = self.take_on(n, first, cpu_node.idx(), owner, vpn);
+            if let Some(at) = self.first_zone(&zl, |w| w.min) {
+                let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
                 return Ok((n, pfn, cost));
             }
             if no_progress <= MAX_RECLAIM_RETRIES {
@@ -431,11 +439,8 @@ impl Kernel {
             }
             // __alloc_pages_may_oom: a last try at the high watermark, then the OOM killer;
             // after a kill the slow path starts over.
-            if let Some(&n) = zl
-                .iter()
-                .find(|&&n| self.wmark_ok(n, self.nodes[n].wmark.high))
-            {
-                let (n, pfn) = self.take_on(n, first, cpu_node.idx(), owner, vpn);
+            if let Some(at) = self.first_zone(&zl, |w| w.high) {
+                let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
                 return Ok((n, pfn, cost));
             }
             self.out_of_memory(owner);
@@ -595,17 +600,19 @@ impl Kernel {
     }
 
     /// The watermark kswapd balances to (`pgdat_balanced`): promo in tiering mode, else high.
-    pub fn balance_mark(&self, n: usize) -> u64 {
+    pub fn balance_mark(&self, w: &Watermarks) -> u64 {
         if self.numa_balancing & NUMA_BALANCING_MEMORY_TIERING != 0 {
-            self.nodes[n].wmark.promo
+            w.promo
         } else {
-            self.nodes[n].wmark.high
+            w.high
         }
     }
 
-    /// `pgdat_balanced`.
+    /// `pgdat_balanced` (class zone `ZONE_MOVABLE`, as user allocations and promotion wake
+    /// kswapd): balanced as soon as **any** zone is above its balance mark plus its
+    /// `lowmem_reserve` (a small DMA zone with free pages can make a node balanced).
     pub fn pgdat_balanced(&self, n: usize) -> bool {
-        self.nodes[n].free > self.balance_mark(n)
+        self.nodes[n].any_zone_above(|w| self.balance_mark(w), ZONE_MOVABLE)
     }
 
     /// `wakeup_kswapd`: no-op if kswapd gave up (`kswapd_failures >= MAX_RECLAIM_RETRIES`)
@@ -642,7 +649,12 @@ impl Kernel {
             }
             let prio = k.priority;
             let r = self.shrink_node(n, SWAP_CLUSTER_MAX, prio, Reclaimer::Kswapd);
-            let nr_to_reclaim = self.nodes[n].wmark.high.max(SWAP_CLUSTER_MAX);
+            // kswapd_shrink_node: Σ over the eligible zones of max(high, SWAP_CLUSTER_MAX).
+            let nr_to_reclaim: u64 = self.nodes[n]
+                .zones
+                .iter()
+                .map(|z| z.wmark.high.max(SWAP_CLUSTER_MAX))
+                .sum();
             let lru_total =
                 self.nodes[n].lru_len(Lru::InactiveAnon) + self.nodes[n].lru_len(Lru::ActiveAnon);
             let k = &mut self.kswapd[n];
@@ -920,13 +932,13 @@ impl Kernel {
             // fast path at the low watermark, a kswapd wakeup, then the min watermark.
             let mut dst = None;
             for &d in &candidates {
-                if self.wmark_ok(d, self.nodes[d].wmark.low) {
-                    dst = Some(d);
+                if let Some(z) = self.nodes[d].zone_above(|w| w.low, ZONE_MOVABLE) {
+                    dst = Some((d, z));
                     break;
                 }
                 self.wakeup_kswapd(d, SimTime(self.kswapd[n].busy_until.0));
-                if self.wmark_ok(d, self.nodes[d].wmark.min) {
-                    dst = Some(d);
+                if let Some(z) = self.nodes[d].zone_above(|w| w.min, ZONE_MOVABLE) {
+                    dst = Some((d, z));
                     break;
                 }
             }
@@ -951,9 +963,9 @@ impl Kernel {
     /// one folio): allocate on `dst` (the caller checked the watermark), copy, remap the PTE
     /// (keeping its accessed/dirty bits), put the new frame on `dst`'s LRU (inactive unless
     /// `active`), free the old frame. Charges the copy traffic to both nodes.
-    pub fn migrate_frame(&mut self, src: usize, pfn: u32, dst: usize, active: bool) -> u32 {
+    pub fn migrate_frame(&mut self, src: usize, pfn: u32, (dst, zone): (usize, usize), active: bool) -> u32 {
         let f = self.nodes[src].frames[pfn as usize];
-        let new_pfn = self.nodes[dst].take_frame(f.owner, f.vpn);
+        let new_pfn = self.nodes[dst].take_frame_in(zone, f.owner, f.vpn);
         {
             let nf = &mut self.nodes[dst].frames[new_pfn as usize];
             nf.flags = f.flags & (F_REFERENCED | F_IDLE | F_YOUNG); // folio_migrate_flags keeps idle/young too
@@ -1035,13 +1047,9 @@ impl Kernel {
         let after = self.zram_pool_bytes[n].div_ceil(PAGE_SIZE);
         let node = &mut self.nodes[n];
         if after > before {
-            let d = (after - before).min(node.free);
-            node.free -= d;
-            node.kernel_pages += d;
+            node.take_kernel_pages(after - before);
         } else {
-            let d = (before - after).min(node.kernel_pages);
-            node.free += d;
-            node.kernel_pages -= d;
+            node.return_kernel_pages(before - after);
         }
     }
 
@@ -1128,6 +1136,10 @@ impl Kernel {
                     "node {n}: {owned} frames owned but {} mapped",
                     user_on_node[n]
                 ));
+            }
+            let zone_free: u64 = node.zones.iter().map(|z| z.free).sum();
+            if zone_free != node.free {
+                return Err(format!("node {n}: zones hold {zone_free} free pages, the node {}", node.free));
             }
             if node.free + node.kernel_pages + owned != node.present {
                 return Err(format!(

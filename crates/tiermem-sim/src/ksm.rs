@@ -1573,7 +1573,8 @@ mod tests {
         // Migrate the KSM page to node 1 (as demotion or move_pages would).
         let pfn = pte_pfn(k.procs[a as usize].ptes[0]);
         k.nodes[0].lru_del(pfn);
-        k.migrate_frame(0, pfn, 1, false);
+        let z = k.nodes[1].zones.len() - 1;
+        k.migrate_frame(0, pfn, (1, z), false);
         for v in 0..2 {
             assert_eq!(
                 pte_node(k.procs[a as usize].ptes[v]),

@@ -94,7 +94,8 @@ pub struct Frame {
     /// Owning process, or [`OWNER_FREE`].
     pub owner: u16,
     pub flags: u8,
-    _reserved: u8,
+    /// The zone (position in [`NodeMem::zones`]) the frame was taken from.
+    pub zone: u8,
 }
 
 impl Frame {
@@ -107,7 +108,7 @@ impl Frame {
         atime: crate::numa::CPUPID_UNSET,
         owner: OWNER_FREE,
         flags: 0,
-        _reserved: 0,
+        zone: 0,
     };
 }
 
@@ -150,27 +151,142 @@ pub use tiermem_core::watermarks::{default_min_free_kbytes, int_sqrt, zone_water
 pub struct NodeMem {
     pub frames: Vec<Frame>,
     recycled: Vec<u32>,
-    /// Managed pages.
+    /// Managed pages (all zones).
     pub present: u64,
-    /// Free pages.
+    /// Free pages (all zones).
     pub free: u64,
-    /// Pages used by the kernel outside the LRU (the zram pool charged to this node).
+    /// Pages used by the kernel outside the LRU (reserved at boot, the zram pool).
     pub kernel_pages: u64,
+    /// The node's watermarks summed over its zones (for reports).
     pub wmark: Watermarks,
+    /// The node's populated zones, lowest index first (DMA, DMA32, NORMAL).
+    pub zones: Vec<Zone>,
     pub lru: [LruList; 2],
 }
 
+/// One zone of a node: its own free count, watermarks and `lowmem_reserve`. Frames remember
+/// their zone, so freeing returns the page where it came from.
+#[derive(Clone, Debug)]
+pub struct Zone {
+    /// `ZONE_DMA` (0), `ZONE_DMA32` (1) or `ZONE_NORMAL` (2).
+    pub idx: usize,
+    pub managed: u64,
+    pub free: u64,
+    pub wmark: Watermarks,
+    /// `lowmem_reserve[class zone]`: pages kept from allocations that could use higher zones.
+    pub lowmem_reserve: [u64; tiermem_core::watermarks::MAX_NR_ZONES],
+}
+
+impl Zone {
+    /// `zone_watermark_ok` at order 0: `free > mark + lowmem_reserve[classzone]`.
+    #[inline]
+    pub fn ok(&self, mark: u64, classzone: usize) -> bool {
+        self.free > mark + self.lowmem_reserve[classzone]
+    }
+}
+
 impl NodeMem {
+    /// A node of `present` managed pages with one zone (tests; the kernel sets real zones
+    /// with [`NodeMem::set_zones`]).
     pub fn new(present: Pages) -> Self {
-        NodeMem {
+        let mut n = NodeMem {
             frames: Vec::new(),
             recycled: Vec::new(),
             present: present.0,
             free: present.0,
             kernel_pages: 0,
             wmark: Watermarks::default(),
+            zones: Vec::new(),
             lru: [LruList::EMPTY; 2],
+        };
+        n.set_zones(&[tiermem_core::watermarks::ZoneSpan {
+            idx: tiermem_core::watermarks::ZONE_NORMAL,
+            managed: present.0,
+        }]);
+        n
+    }
+
+    /// Replace the zones (at boot, before any page is used).
+    pub fn set_zones(&mut self, spans: &[tiermem_core::watermarks::ZoneSpan]) {
+        let reserves = tiermem_core::watermarks::lowmem_reserves(spans);
+        self.zones = spans
+            .iter()
+            .zip(reserves)
+            .map(|(s, r)| Zone {
+                idx: s.idx,
+                managed: s.managed,
+                free: s.managed,
+                wmark: Watermarks::default(),
+                lowmem_reserve: r,
+            })
+            .collect();
+        self.present = spans.iter().map(|s| s.managed).sum();
+        self.free = self.present;
+    }
+
+    /// Set each zone's watermarks and the node's sums.
+    pub fn set_watermarks(&mut self, f: impl Fn(&Zone) -> Watermarks) {
+        let mut sum = Watermarks::default();
+        for z in &mut self.zones {
+            z.wmark = f(z);
+            sum.min += z.wmark.min;
+            sum.low += z.wmark.low;
+            sum.high += z.wmark.high;
+            sum.promo += z.wmark.promo;
         }
+        self.wmark = sum;
+    }
+
+    /// The highest zone that passes `mark(zone) + lowmem_reserve[classzone]`
+    /// (`get_page_from_freelist`'s walk over one node's zones, highest first).
+    #[inline]
+    pub fn zone_above(&self, mark: impl Fn(&Watermarks) -> u64, classzone: usize) -> Option<usize> {
+        (0..self.zones.len())
+            .rev()
+            .find(|&z| self.zones[z].ok(mark(&self.zones[z].wmark), classzone))
+    }
+
+    /// Whether any zone passes (`pgdat_balanced`, `migrate_balanced_pgdat`: one zone suffices).
+    #[inline]
+    pub fn any_zone_above(&self, mark: impl Fn(&Watermarks) -> u64, classzone: usize) -> bool {
+        self.zone_above(mark, classzone).is_some()
+    }
+
+    /// Move up to `n` free pages to the kernel (highest zone first); returns how many.
+    pub fn take_kernel_pages(&mut self, n: u64) -> u64 {
+        let mut left = n;
+        for z in self.zones.iter_mut().rev() {
+            let d = left.min(z.free);
+            z.free -= d;
+            left -= d;
+        }
+        let taken = n - left;
+        self.free -= taken;
+        self.kernel_pages += taken;
+        taken
+    }
+
+    /// Move up to `n` free pages of zone `z` to the kernel; returns how many.
+    pub fn take_kernel_pages_in(&mut self, z: usize, n: u64) -> u64 {
+        let d = n.min(self.zones[z].free);
+        self.zones[z].free -= d;
+        self.free -= d;
+        self.kernel_pages += d;
+        d
+    }
+
+    /// Give up to `n` kernel pages back (highest zone first, up to each zone's size).
+    pub fn return_kernel_pages(&mut self, n: u64) {
+        let mut left = n.min(self.kernel_pages);
+        let back = left;
+        for z in self.zones.iter_mut().rev() {
+            let room = z.managed.saturating_sub(z.free);
+            let d = left.min(room);
+            z.free += d;
+            left -= d;
+        }
+        self.free += back - left;
+        self.kernel_pages -= back - left;
     }
 
     /// Pages holding user data (mapped frames).
@@ -178,10 +294,12 @@ impl NodeMem {
         self.present - self.free - self.kernel_pages
     }
 
-    /// Take a free frame; the caller checked `free > 0`.
+    /// Take a free frame from zone `z` (a position in `zones`); the caller checked the zone
+    /// has a free page.
     #[inline]
-    pub fn take_frame(&mut self, owner: u16, vpn: u32) -> u32 {
-        debug_assert!(self.free > 0);
+    pub fn take_frame_in(&mut self, z: usize, owner: u16, vpn: u32) -> u32 {
+        debug_assert!(self.zones[z].free > 0);
+        self.zones[z].free -= 1;
         self.free -= 1;
         let pfn = match self.recycled.pop() {
             Some(p) => p,
@@ -201,18 +319,33 @@ impl NodeMem {
         *f = Frame::FREE;
         f.owner = owner;
         f.vpn = vpn;
+        f.zone = z as u8;
         pfn
     }
 
-    /// Return a frame (already off the LRU) to the free pool.
+    /// Take a free frame from the highest zone that has one (no watermark: the caller decided).
+    #[inline]
+    pub fn take_frame(&mut self, owner: u16, vpn: u32) -> u32 {
+        let z = (0..self.zones.len())
+            .rev()
+            .find(|&z| self.zones[z].free > 0)
+            .unwrap_or(0);
+        self.take_frame_in(z, owner, vpn)
+    }
+
+    /// Return a frame (already off the LRU) to its zone's free pool.
     #[inline]
     pub fn free_frame(&mut self, pfn: u32) {
         let f = &mut self.frames[pfn as usize];
         debug_assert!(f.owner != OWNER_FREE, "double free of pfn {pfn}");
         debug_assert!(f.flags & (F_LRU_ACTIVE | F_LRU_INACTIVE) == 0);
+        let z = f.zone as usize;
         *f = Frame::FREE;
         self.recycled.push(pfn);
         self.free += 1;
+        if let Some(zone) = self.zones.get_mut(z) {
+            zone.free += 1;
+        }
     }
 
     /// Add at the head (most recent end) of a list.

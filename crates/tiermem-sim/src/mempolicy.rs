@@ -273,9 +273,13 @@ impl Kernel {
                 .iter()
                 .map(|n| n.idx())
                 .filter(|&n| mask.is_none_or(|m| m & (1u64 << n) != 0))
-                .find(|&n| self.nodes[n].free > self.nodes[n].wmark.min);
+                .find_map(|n| {
+                    self.nodes[n]
+                        .zone_above(|w| w.min, tiermem_core::watermarks::ZONE_MOVABLE)
+                        .map(|z| (n, z))
+                });
             match dst {
-                Some(d) if d != src => {
+                Some(d) if d.0 != src => {
                     let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
                     self.nodes[src].lru_del(pfn);
                     self.migrate_frame(src, pfn, d, active);

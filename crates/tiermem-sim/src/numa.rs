@@ -22,6 +22,7 @@ use crate::vmstat::Vm;
 use tiermem_core::config::PromotionPolicy;
 use tiermem_core::mempolicy::PolicyMode;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SHIFT};
+use tiermem_core::watermarks::ZONE_MOVABLE;
 
 /// `NUMA_BALANCING_NORMAL`.
 pub const NUMA_BALANCING_NORMAL: u32 = 1;
@@ -255,8 +256,12 @@ impl Kernel {
         let mut mem_node = nid;
         let mut failed = false;
         if let Some(dst) = target {
-            if self.migrate_misplaced_prepare(dst, now) {
-                let c = self.migrate_misplaced_folio(nid, pfn, dst);
+            let zone = self
+                .migrate_misplaced_prepare(dst, now)
+                .then(|| self.misplaced_dst_zone(dst))
+                .flatten();
+            if let Some(zone) = zone {
+                let c = self.migrate_misplaced_folio(nid, pfn, (dst, zone));
                 cost += c;
                 mem_node = dst;
             } else {
@@ -371,12 +376,13 @@ impl Kernel {
         true
     }
 
-    /// `pgdat_free_space_enough`: free above `promo + max(1 GiB, present/16)`.
+    /// `pgdat_free_space_enough`: some zone (highest first, class zone `ZONE_MOVABLE`) has
+    /// free pages above `promo + max(1 GiB, node present / 16)`.
     fn pgdat_free_space_enough(&self, n: usize) -> bool {
         let node = &self.nodes[n];
         let gib = (1u64 << (30 - PAGE_SHIFT)) / self.cfg.numa.model_scale.max(1) as u64;
         let enough = gib.max(node.present >> 4);
-        node.free > node.wmark.promo + enough
+        node.any_zone_above(|w| w.promo + enough, ZONE_MOVABLE)
     }
 
     /// `numa_hint_fault_latency`: time since the stored scan/fault time; stores now.
@@ -449,14 +455,15 @@ impl Kernel {
     /// `promote_ignore_watermarks` (seed 000's choice a) the check is skipped and the page is
     /// taken down to the min watermark, waking kswapd below low like a normal allocation.
     fn migrate_misplaced_prepare(&mut self, dst: usize, now: SimTime) -> bool {
-        let (free, w) = (self.nodes[dst].free, self.nodes[dst].wmark);
+        let node = &self.nodes[dst];
         if self.cfg.numa.promote_ignore_watermarks {
-            if free <= w.low {
+            if !node.any_zone_above(|w| w.low, ZONE_MOVABLE) {
                 self.wakeup_kswapd(dst, now);
             }
-            return free > w.min;
+            return self.nodes[dst].any_zone_above(|w| w.min, ZONE_MOVABLE);
         }
-        if free > w.high + 1 {
+        // migrate_balanced_pgdat: any zone above high + nr (class zone ZONE_MOVABLE).
+        if node.any_zone_above(|w| w.high + 1, ZONE_MOVABLE) {
             return true;
         }
         if self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0 {
@@ -466,10 +473,25 @@ impl Kernel {
     }
 
     /// `migrate_misplaced_folio`: isolate, migrate (`MR_NUMA_MISPLACED`), count.
-    fn migrate_misplaced_folio(&mut self, src: usize, pfn: u32, dst: usize) -> SimDuration {
+    /// `alloc_misplaced_dst_folio`: `__GFP_THISNODE` without reclaim or kswapd wakeups, the
+    /// low watermark over the target's zones; `None` when none has room (the migration
+    /// then fails, as `migrate_pages` does without a destination page).
+    fn misplaced_dst_zone(&self, dst: usize) -> Option<usize> {
+        let node = &self.nodes[dst];
+        node.zone_above(|w| w.low, ZONE_MOVABLE).or_else(|| {
+            // Seed 000's choice a takes the target down to its min watermark.
+            self.cfg
+                .numa
+                .promote_ignore_watermarks
+                .then(|| node.zone_above(|w| w.min, ZONE_MOVABLE))
+                .flatten()
+        })
+    }
+
+    fn migrate_misplaced_folio(&mut self, src: usize, pfn: u32, (dst, zone): (usize, usize)) -> SimDuration {
         let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
         self.nodes[src].lru_del(pfn);
-        let new_pfn = self.migrate_frame(src, pfn, dst, active);
+        let new_pfn = self.migrate_frame(src, pfn, (dst, zone), active);
         let tiering = self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0;
         let (src_top, dst_top) = (
             self.topo.is_toptier(NodeId(src as u8)),
@@ -655,11 +677,14 @@ mod tests {
         k.procs[p as usize].ptes[i as usize] & PTE_PROTNONE != 0
     }
 
-    /// Fill node `n` to exactly its high watermark (promotion then fails the prepare check).
+    /// Fill every zone of node `n` to exactly its high watermark (promotion then fails the
+    /// prepare check, which passes if any one zone is above high + 1 + its lowmem_reserve).
     fn fill_to_high(k: &mut Kernel, n: usize) {
-        let take = k.nodes[n].free - k.nodes[n].wmark.high;
-        k.nodes[n].free -= take;
-        k.nodes[n].kernel_pages += take;
+        for z in 0..k.nodes[n].zones.len() {
+            let zone = &k.nodes[n].zones[z];
+            let take = zone.free.saturating_sub(zone.wmark.high);
+            k.nodes[n].take_kernel_pages_in(z, take);
+        }
     }
 
     #[test]
@@ -838,9 +863,12 @@ mod tests {
         );
         let w = k.nodes[0].wmark;
         assert!(w.promo > w.high);
-        let take = k.nodes[0].free - (w.high + 1);
-        k.nodes[0].free -= take;
-        k.nodes[0].kernel_pages += take;
+        // Every zone just above its high watermark, below promo.
+        for z in 0..k.nodes[0].zones.len() {
+            let zone = &k.nodes[0].zones[z];
+            let take = zone.free - (zone.wmark.high + zone.lowmem_reserve[ZONE_MOVABLE] + 1);
+            k.nodes[0].take_kernel_pages_in(z, take);
+        }
         assert!(
             !k.pgdat_balanced(0),
             "above high but below promo is not balanced in tiering mode"

@@ -53,13 +53,18 @@ fn workload_larger_than_fast_node_fills_it_to_the_low_watermark_and_spills() {
     let cfg = config("duration = \"500ms\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"120MiB\"\ninitialize = true\ncold = true\n");
     let (sim, r) = run(&cfg);
     sim.kernel.check_invariants().unwrap();
-    let n0 = &sim.kernel.nodes[0];
-    assert!(
-        n0.free <= n0.wmark.low && n0.free >= n0.wmark.min,
-        "node0 free {} not at low {:?}",
-        n0.free,
-        n0.wmark
-    );
+    // Each zone of node 0 (DMA and DMA32 on this small node) is taken down to its low
+    // watermark plus its lowmem_reserve for user pages, not further.
+    for z in &sim.kernel.nodes[0].zones {
+        let reserve = z.lowmem_reserve[tiermem_core::watermarks::ZONE_MOVABLE];
+        assert!(
+            z.free <= z.wmark.low + reserve + 1 && z.free > z.wmark.min,
+            "zone {} free {} not at low {:?} + reserve {reserve}",
+            z.idx,
+            z.free,
+            z.wmark
+        );
+    }
     assert!(
         r.summary.nodes[1].used_bytes > 50 << 20,
         "the rest spills to node 1"
@@ -113,9 +118,12 @@ fn kswapd_keeps_free_pages_between_min_and_high_under_bind() {
         .skip_while(|&f| f > w.high + pass)
         .collect();
     assert!(filled.len() > 20);
+    // Free pages dip below the node's summed min by up to a reclaim batch: zram's pool pages
+    // are allocated from kswapd's reclaim context (PF_MEMALLOC) without a watermark, and
+    // kswapd stops as soon as one zone (here the DMA zone) is balanced.
     for f in &filled {
         assert!(
-            *f >= w.min && *f <= w.high + pass,
+            *f + 2 * 32 >= w.min && *f <= w.high + pass,
             "free {f} outside [min {}, high {} + pass {pass}]",
             w.min,
             w.high
