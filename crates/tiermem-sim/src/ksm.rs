@@ -805,8 +805,7 @@ impl Kernel {
             let cost = self.ksm_do_scan(&mut k, now).max(SimDuration::from_us(1));
             k.cpu_time += cost;
             k.pass_cpu += cost;
-            k.next_wake =
-                SimTime(now.0 + cost.0 + SimDuration::from_ms(k.cfg.sleep_millisecs as u64).0);
+            k.next_wake = ksmd_wake_after(SimTime(now.0 + cost.0), k.cfg.sleep_millisecs);
         }
         self.ksm = Some(k);
     }
@@ -1274,6 +1273,18 @@ impl Kernel {
         }
         Ok(())
     }
+}
+
+/// When ksmd wakes after its batch ends at `t`: `wait_event_freezable_timeout` for
+/// `msecs_to_jiffies(sleep_millisecs)` jiffies, which expires on a jiffy boundary (HZ = 250):
+/// the sleep is between N − 1 and N jiffies, 16–20 ms for the default 20 ms.
+pub fn ksmd_wake_after(t: SimTime, sleep_millisecs: u32) -> SimTime {
+    const TICK_PS: u64 = 4_000_000_000;
+    let jiffies = (sleep_millisecs as u64 * 1_000_000_000).div_ceil(TICK_PS);
+    if jiffies == 0 {
+        return t;
+    }
+    SimTime((t.0 / TICK_PS + jiffies) * TICK_PS)
 }
 
 #[cfg(test)]
