@@ -86,22 +86,28 @@ const GIB_PAGES: u64 = 1024 * MIB_PAGES;
 /// 4 GiB (ZONE_DMA32); the rest is ZONE_NORMAL. Each node's managed pages are spread over
 /// its zones in proportion to their spans (the kernel's own reservations, memmap and
 /// firmware areas, are not placed).
-pub fn node_zones(managed: &[u64]) -> Vec<Vec<ZoneSpan>> {
+///
+/// `scale` divides the physical boundaries (16 MiB, 2, 2.75 and 4 GiB) for a machine modelled
+/// at `1/scale` of its size (`kernel.numa.model_scale`), so that its zones keep the full-size
+/// machine's proportions; 1 for a machine at its real size.
+pub fn node_zones(managed: &[u64], scale: u64) -> Vec<Vec<ZoneSpan>> {
+    let scale = scale.max(1);
+    let (mib, gib) = (MIB_PAGES / scale, GIB_PAGES / scale);
     let total: u64 = managed.iter().sum();
-    let low_end = if total <= 2 * GIB_PAGES + 3 * GIB_PAGES / 4 {
+    let low_end = if total <= 2 * gib + 3 * gib / 4 {
         u64::MAX
     } else {
-        2 * GIB_PAGES
+        2 * gib
     };
     // Physical page ranges: RAM below `low_end`, then from 4 GiB.
     let phys = |ram_page: u64| -> u64 {
         if ram_page < low_end {
             ram_page
         } else {
-            4 * GIB_PAGES + (ram_page - low_end)
+            4 * gib + (ram_page - low_end)
         }
     };
-    let bounds = [16 * MIB_PAGES, 4 * GIB_PAGES, u64::MAX];
+    let bounds = [(16 * mib).max(1), 4 * gib, u64::MAX];
     let mut start = 0u64;
     managed
         .iter()
@@ -163,7 +169,7 @@ mod tests {
     #[test]
     fn a_small_vm_has_dma_and_dma32_only() {
         // The 2-node VM: node 0 = 1 GiB at 0, node 1 = 512 MiB above it.
-        let z = node_zones(&[262_144, 131_072]);
+        let z = node_zones(&[262_144, 131_072], 1);
         assert_eq!(
             z[0],
             vec![
@@ -180,7 +186,7 @@ mod tests {
     #[test]
     fn a_large_machine_has_a_normal_zone_above_4gib() {
         let gib = 262_144u64;
-        let z = node_zones(&[64 * gib, 64 * gib]);
+        let z = node_zones(&[64 * gib, 64 * gib], 1);
         // 2 GiB below 4 GiB on node 0, the rest of it and all of node 1 in ZONE_NORMAL.
         assert_eq!(z[0][0], ZoneSpan { idx: ZONE_DMA, managed: 4096 });
         assert_eq!(z[0][1], ZoneSpan { idx: ZONE_DMA32, managed: 2 * gib - 4096 });

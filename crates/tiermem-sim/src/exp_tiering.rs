@@ -286,15 +286,17 @@ pub fn seed_000() -> Experiment {
                 .into(),
             "Choice a keeps promoting into a full DRAM node down to its min watermark, so more of the allocator's new \
              pages miss DRAM (numa_miss: the fast path's low-watermark check fails on the local DRAM node and the \
-             zonelist falls back to the PMEM node, zone_reclaim_mode being 0) and its accesses slow down. Direct \
-             reclaim (allocstall_movable) would need the PMEM node to be short of memory too, which this machine never is."
+             zonelist falls back to the PMEM node, zone_reclaim_mode being 0). The second program's score moves by \
+             less than 1 % either way (it changed sign when the simulator gained zones): the seed's \"may create high \
+             memory pressure\" does not materialize here, because direct reclaim (allocstall_movable) would need the \
+             PMEM node to be short of memory too, which this machine never is; the step is reported, not expected."
                 .into(),
         ],
         steps: vec![
             Step::new("off-0", "tiering-2", SCORE, Some(95.9), Expect::Higher),
             Step::new("off-0", "normal-1", SCORE, None, Expect::Reported),
             Step::new("tiering-2", "tiering-2-choice-a", "vmstat.numa_miss", None, Expect::Higher),
-            Step::new("tiering-2", "tiering-2-choice-a", "workloads[1].score_accesses_per_s", None, Expect::Lower),
+            Step::new("tiering-2", "tiering-2-choice-a", "workloads[1].score_accesses_per_s", None, Expect::Reported),
         ],
     }
 }

@@ -250,7 +250,7 @@ impl Kernel {
     /// and `lowmem_reserve`, then the memory the kernel and other programs hold (`reserved`).
     fn boot_nodes(topo: &Topology, cfg: &KernelConfig) -> Vec<NodeMem> {
         let managed: Vec<u64> = topo.nodes.iter().map(|nd| nd.capacity.pages_floor().0).collect();
-        let spans = tiermem_core::watermarks::node_zones(&managed);
+        let spans = tiermem_core::watermarks::node_zones(&managed, cfg.numa.model_scale as u64);
         let mut nodes: Vec<NodeMem> = spans
             .iter()
             .map(|z| {
