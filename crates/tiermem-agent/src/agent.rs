@@ -2,8 +2,9 @@
 //!
 //! Call order: [`run`] reads the host and builds the plan (nothing written yet; any error
 //! ends here), binds the metrics endpoint, creates the state file, applies the plan, starts
-//! the kdamonds, then loops every `interval` until SIGINT/SIGTERM, and restores every
-//! recorded setting before returning. A failure after the first write restores too.
+//! the kdamonds, then loops every `interval` until one of [`crate::signals::RESTORING`], and restores
+//! every recorded setting before returning. A failure (or a panic) after the first write
+//! restores too.
 
 use crate::config::AgentConfig;
 use crate::controller::{Controller, ControllerParams, HostPageOps};
@@ -15,30 +16,8 @@ use crate::state::{Saved, StateRecorder};
 use crate::Error;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tiermem_core::damon::{MonitoringAttrs, OpsKind};
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// Install SIGINT/SIGTERM handlers that ask the loop to stop (and restore).
-pub fn install_signal_handlers() {
-    let h = on_signal as extern "C" fn(libc::c_int);
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    unsafe {
-        libc::signal(libc::SIGINT, h as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, h as libc::sighandler_t);
-    }
-}
-
-/// Ask a running loop to stop (tests).
-pub fn request_stop() {
-    STOP.store(true, Ordering::SeqCst);
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -162,14 +141,27 @@ pub fn run(cfg: &AgentConfig, fs: &HostFs, opts: &RunOptions) -> Result<(), Erro
         let addr = metrics::serve(&m.listen, snap.clone())?;
         tracing::info!(%addr, "metrics endpoint listening");
     }
-    STOP.store(false, Ordering::SeqCst);
-    install_signal_handlers();
+    crate::signals::install();
     let state_path = opts
         .state_file
         .clone()
         .unwrap_or_else(|| cfg.state_file.clone());
     let mut rec = StateRecorder::create(&state_path, fs)?;
-    let r = apply_and_loop(cfg, fs, opts, &plan, &mut rec, &snap);
+    // A panic in the loop (a bug) must not leave the host changed: catch it, restore, and
+    // report it as an error.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        apply_and_loop(cfg, fs, opts, &plan, &mut rec, &snap)
+    }))
+    .unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("unknown");
+        Err(Error::Other(format!(
+            "internal error (panic: {what}); the changed settings were restored"
+        )))
+    });
     let restored = rec.restore(fs);
     match (r, restored) {
         (Err(e), _) => Err(e),
@@ -218,7 +210,7 @@ fn apply_and_loop(
     let mut cg_bytes = 0u64;
     let mut ticks = 0u64;
     tracing::info!(interval_ms = interval.as_millis() as u64, "agent running");
-    while !STOP.load(Ordering::SeqCst) {
+    while !crate::signals::stop_requested() {
         let tick_start = Instant::now();
         let now_ms = t0.elapsed().as_millis() as u64;
         // Re-resolve targets every 10 ticks; rebuild the kdamonds when the set changed.
@@ -266,8 +258,8 @@ fn apply_and_loop(
                 if total > 0 && free * 1000 / total >= cg.free_below_permil {
                     continue;
                 }
-                let f = cg.path.join("memory.reclaim");
-                match std::fs::write(&f, format!("{}\n", cg.bytes.0)) {
+                let kp = crate::fs::cgroup_kpath(&cg.path).map_err(Error::Other)?;
+                match fs.write(&format!("{kp}/memory.reclaim"), &cg.bytes.0.to_string()) {
                     Ok(()) => cg_bytes += cg.bytes.0,
                     // EAGAIN: the kernel reclaimed less than asked (mm/memcontrol.c memory_reclaim).
                     Err(e) => {
@@ -324,7 +316,7 @@ fn apply_and_loop(
             break;
         }
         // Sleep in short steps so a signal is honoured quickly.
-        while !STOP.load(Ordering::SeqCst) && tick_start.elapsed() < interval {
+        while !crate::signals::stop_requested() && tick_start.elapsed() < interval {
             std::thread::sleep(Duration::from_millis(20).min(interval));
         }
     }

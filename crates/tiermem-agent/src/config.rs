@@ -362,6 +362,21 @@ impl ProcessReclaim {
 }
 
 impl AgentConfig {
+    /// Every target selector of the config, with its key.
+    pub fn target_selectors(&self) -> Vec<(&'static str, &TargetSelector)> {
+        let mut v = Vec::new();
+        if let Some(d) = &self.damon {
+            v.push(("damon", &d.targets));
+        }
+        if let Some(t) = &self.tiering {
+            v.push(("tiering", &t.targets));
+        }
+        if let Some(p) = self.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
+            v.push(("reclaim.processes", &p.targets));
+        }
+        v
+    }
+
     /// Parse TOML text; errors name the file and dotted key.
     pub fn from_toml_str(text: &str, file: &str) -> Result<AgentConfig, ConfigError> {
         let de = toml::Deserializer::new(text);
@@ -618,8 +633,16 @@ impl AgentConfig {
                 ));
             }
         }
+        for (key, sel) in self.target_selectors() {
+            for (i, c) in sel.cgroups.iter().enumerate() {
+                crate::fs::cgroup_kpath(c)
+                    .map_err(|m| bad(format!("{key}.targets.cgroups[{i}]"), m))?;
+            }
+        }
         if let Some(r) = &self.reclaim {
             for (i, c) in r.cgroups.iter().enumerate() {
+                crate::fs::cgroup_kpath(&c.path)
+                    .map_err(|m| bad(format!("reclaim.cgroups[{i}].path"), m))?;
                 if c.bytes.0 == 0 {
                     return Err(bad(
                         format!("reclaim.cgroups[{i}].bytes"),

@@ -77,16 +77,51 @@ impl HostFs {
     }
 
     /// Write a value the way `echo value > file` does (one write, with a newline).
+    ///
+    /// Only files on the allow-list ([`crate::allow::check_write`]) are written, and only
+    /// where the path resolves without a symbolic link below the root: the final file is
+    /// opened with `O_NOFOLLOW` and its directory must canonicalise to the root joined with
+    /// the kernel path.
     pub fn write(&self, kpath: &str, value: &str) -> Result<(), Error> {
         use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let p = self.path(kpath);
+        crate::allow::check_write(kpath).map_err(|why| Error::NotAllowed {
+            path: p.clone(),
+            why,
+        })?;
+        self.check_no_link(kpath, &p)?;
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&p)
             .map_err(|e| Error::io(&p, "open for writing", e))?;
         f.write_all(format!("{value}\n").as_bytes())
             .map_err(|e| Error::io(&p, &format!("write {value:?} to"), e))
+    }
+
+    /// Refuse a path whose directory is reached through a symbolic link (or `..`).
+    fn check_no_link(&self, kpath: &str, p: &Path) -> Result<(), Error> {
+        let refuse = |why: &str| Error::NotAllowed {
+            path: p.to_path_buf(),
+            why: why.into(),
+        };
+        let (Some(dir), Some(kdir)) = (p.parent(), Path::new(kpath).parent()) else {
+            return Err(refuse("no parent directory"));
+        };
+        let root =
+            std::fs::canonicalize(&self.root).map_err(|e| Error::io(&self.root, "resolve", e))?;
+        let real = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, "resolve", e))?;
+        let want = root.join(kdir.strip_prefix("/").unwrap_or(kdir));
+        if real == want {
+            Ok(())
+        } else {
+            Err(refuse(&format!(
+                "its directory resolves to {} (a symbolic link or `..` on the way)",
+                real.display()
+            )))
+        }
     }
 
     /// List the entries of a directory whose names start with `prefix` and end in a number,
@@ -121,6 +156,46 @@ impl HostFs {
         // SAFETY: c is a valid NUL-terminated string.
         unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
     }
+}
+
+/// The cgroup v2 mount the agent's cgroup paths live under.
+pub const CGROUP_MOUNT: &str = "/sys/fs/cgroup";
+
+/// The kernel path of a cgroup directory named in a config: an absolute path under
+/// [`CGROUP_MOUNT`], or a path relative to it (`system.slice/db.service`). The result is
+/// joined onto the agent's root like every other kernel path, so `--root` covers cgroups.
+pub fn cgroup_kpath(p: &Path) -> Result<String, String> {
+    use std::path::Component;
+    let rel = match p.strip_prefix(CGROUP_MOUNT) {
+        Ok(r) => r,
+        Err(_) if p.is_absolute() => {
+            return Err(format!(
+                "{} is not under the cgroup v2 mount {CGROUP_MOUNT}",
+                p.display()
+            ))
+        }
+        Err(_) => p,
+    };
+    let mut out = String::from(CGROUP_MOUNT);
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => {
+                let n = n
+                    .to_str()
+                    .ok_or_else(|| format!("{} is not UTF-8", p.display()))?;
+                out.push('/');
+                out.push_str(n);
+            }
+            Component::CurDir => {}
+            _ => {
+                return Err(format!(
+                    "{}: `..` is not allowed in a cgroup path",
+                    p.display()
+                ))
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Parse a kernel node list (`0-1,4`, as in `nodelist`, `cpulist`, `has_cpu`).
@@ -263,5 +338,63 @@ mod tests {
         assert!(fs.read_opt("/sys/absent").unwrap().is_none());
         let e = fs.read("/sys/absent").unwrap_err().to_string();
         assert!(e.contains("absent"), "{e}");
+    }
+
+    #[test]
+    fn cgroup_paths_are_kernel_paths() {
+        assert_eq!(
+            cgroup_kpath(Path::new("/sys/fs/cgroup/a.slice/b")).unwrap(),
+            "/sys/fs/cgroup/a.slice/b"
+        );
+        assert_eq!(
+            cgroup_kpath(Path::new("a.slice/./b")).unwrap(),
+            "/sys/fs/cgroup/a.slice/b"
+        );
+        assert_eq!(
+            cgroup_kpath(Path::new("/sys/fs/cgroup")).unwrap(),
+            "/sys/fs/cgroup"
+        );
+        assert!(cgroup_kpath(Path::new("/etc")).is_err());
+        assert!(cgroup_kpath(Path::new("/sys/fs/cgroup/../../etc")).is_err());
+        assert!(cgroup_kpath(Path::new("a/../../b")).is_err());
+    }
+
+    #[test]
+    fn writes_outside_the_allow_list_are_refused() {
+        let t = fake::FakeTree::new()
+            .file("/etc/passwd", "root:x:0:0\n")
+            .file("/sys/module/damon_reclaim/parameters/enabled", "N\n");
+        let fs = t.fs();
+        for k in [
+            "/etc/passwd",
+            "/sys/module/damon_reclaim/parameters/../../../../etc/passwd",
+        ] {
+            let e = fs.write(k, "owned").unwrap_err();
+            assert!(matches!(e, Error::NotAllowed { .. }), "{k}: {e}");
+        }
+        assert_eq!(t.get("/etc/passwd"), "root:x:0:0");
+    }
+
+    #[test]
+    fn a_symbolic_link_on_the_way_is_refused() {
+        let t = fake::FakeTree::new().file("/etc/victim/run", "0\n");
+        std::fs::create_dir_all(t.dir.path().join("sys/kernel/mm")).unwrap();
+        std::os::unix::fs::symlink(
+            t.dir.path().join("etc/victim"),
+            t.dir.path().join("sys/kernel/mm/ksm"),
+        )
+        .unwrap();
+        let e = t.fs().write("/sys/kernel/mm/ksm/run", "1").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        // The final component too (O_NOFOLLOW).
+        let t = fake::FakeTree::new().file("/etc/victim", "0\n");
+        std::fs::create_dir_all(t.dir.path().join("sys/kernel/mm/ksm")).unwrap();
+        std::os::unix::fs::symlink(
+            t.dir.path().join("etc/victim"),
+            t.dir.path().join("sys/kernel/mm/ksm/run"),
+        )
+        .unwrap();
+        assert!(t.fs().write("/sys/kernel/mm/ksm/run", "1").is_err());
+        assert_eq!(t.get("/etc/victim"), "0");
     }
 }

@@ -4,6 +4,7 @@
 //! user-space controllers where the kernel has none, exports what happens, and leaves the
 //! host as it found it.
 //!
+//! * [`allow`]: the allow-list of kernel files the agent may write;
 //! * [`fs`]: readers and writers of `/proc` and `/sys` under an injectable root (tests run
 //!   against a fake tree without root);
 //! * [`host`]: the machine as the running kernel reports it (nodes, tiers, HMAT, settings),
@@ -26,6 +27,7 @@
 //! ```
 
 pub mod agent;
+pub mod allow;
 pub mod config;
 pub mod controller;
 pub mod damon;
@@ -34,6 +36,7 @@ pub mod fs;
 pub mod host;
 pub mod metrics;
 pub mod plan;
+pub mod signals;
 pub mod state;
 pub mod sys;
 pub mod weights;
@@ -71,6 +74,12 @@ pub enum Error {
         pid: i32,
         source: std::io::Error,
     },
+    /// A write outside the allow-list of kernel files (a hostile config or state file).
+    #[error("refusing to write {path}: {why}")]
+    NotAllowed { path: PathBuf, why: String },
+    /// Another agent (or restore) holds the state file's lock.
+    #[error("state file {path} is in use by another tiermem agent (pid {holder}); stop it first (it restores on exit)")]
+    InUse { path: PathBuf, holder: String },
     #[error("state file {path}: {message}")]
     State { path: PathBuf, message: String },
     #[error("{0}")]
@@ -96,7 +105,10 @@ impl Error {
 
     /// Whether this is bad input (config or arguments): exit code 2.
     pub fn is_input_error(&self) -> bool {
-        matches!(self, Error::Config(_))
+        matches!(
+            self,
+            Error::Config(_) | Error::NotAllowed { .. } | Error::InUse { .. }
+        )
     }
 }
 

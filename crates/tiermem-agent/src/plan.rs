@@ -272,13 +272,15 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
                     ))
                 }
             };
-            if ["kdamond_pid", "commit_inputs"].contains(&k.as_str())
-                || k.starts_with("nr_")
-                || k.starts_with("bytes_")
-            {
+            // The name becomes part of a path: only the module's known writable parameters.
+            let known = crate::allow::damon_module_params(module).unwrap_or(&[]);
+            if !known.contains(&k.as_str()) {
                 return Err(cfg_err(
                     &format!("{module}.{k}"),
-                    "read-only or trigger parameter",
+                    format!(
+                        "not a writable parameter of {module} (read-only statistics and commit_inputs are the agent's; known: {})",
+                        known.join(", ")
+                    ),
                 ));
             }
             if !fs.exists(&format!("{dir}/{k}")) {
@@ -340,7 +342,7 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
         }
         b.plan.uses_damon = true;
     }
-    for (key, sel) in targets_of(cfg) {
+    for (key, sel) in cfg.target_selectors() {
         for &pid in &sel.pids {
             if !fs.exists(&format!("/proc/{pid}")) {
                 return Err(cfg_err(
@@ -350,10 +352,12 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             }
         }
         for (i, c) in sel.cgroups.iter().enumerate() {
-            if !c.join("cgroup.procs").exists() {
+            let kp = crate::fs::cgroup_kpath(c)
+                .map_err(|m| cfg_err(&format!("{key}.targets.cgroups[{i}]"), m))?;
+            if !fs.exists(&format!("{kp}/cgroup.procs")) {
                 return Err(cfg_err(
                     &format!("{key}.targets.cgroups[{i}]"),
-                    format!("{} is not a cgroup v2 directory", c.display()),
+                    format!("{} is not a cgroup v2 directory", fs.path(&kp).display()),
                 ));
             }
         }
@@ -454,7 +458,9 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
     }
     if let Some(r) = &cfg.reclaim {
         for (i, c) in r.cgroups.iter().enumerate() {
-            let f = c.path.join("memory.reclaim");
+            let kp = crate::fs::cgroup_kpath(&c.path)
+                .map_err(|m| cfg_err(&format!("reclaim.cgroups[{i}].path"), m))?;
+            let f = fs.path(&format!("{kp}/memory.reclaim"));
             if !f.exists() {
                 return Err(Error::Feature {
                     feature: format!(
@@ -599,21 +605,6 @@ fn numa_balancing(b: &mut Builder, nb: &NumaBalancingConfig) -> Result<(), Error
     Ok(())
 }
 
-/// Every target selector of the config, with its key.
-pub fn targets_of(cfg: &AgentConfig) -> Vec<(&'static str, &TargetSelector)> {
-    let mut v = Vec::new();
-    if let Some(d) = &cfg.damon {
-        v.push(("damon", &d.targets));
-    }
-    if let Some(t) = &cfg.tiering {
-        v.push(("tiering", &t.targets));
-    }
-    if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
-        v.push(("reclaim.processes", &p.targets));
-    }
-    v
-}
-
 /// Resolve a selector to live pids (sorted, deduplicated): explicit pids that exist,
 /// processes whose `comm` matches a name pattern, members of the cgroups.
 pub fn resolve_targets(fs: &HostFs, sel: &TargetSelector) -> Vec<i32> {
@@ -646,7 +637,10 @@ pub fn resolve_targets(fs: &HostFs, sel: &TargetSelector) -> Vec<i32> {
         }
     }
     for c in &sel.cgroups {
-        if let Ok(s) = std::fs::read_to_string(c.join("cgroup.procs")) {
+        let Ok(kp) = crate::fs::cgroup_kpath(c) else {
+            continue;
+        };
+        if let Ok(Some(s)) = fs.read_opt(&format!("{kp}/cgroup.procs")) {
             out.extend(s.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
         }
     }
@@ -1017,13 +1011,12 @@ mod tests {
         let t = fake_two_node();
         t.set("/proc/100/comm", "hotcold\n");
         t.set("/proc/200/comm", "other\n");
-        let cg = t.dir.path().join("cg");
-        std::fs::create_dir_all(&cg).unwrap();
-        std::fs::write(cg.join("cgroup.procs"), "300\n301\n").unwrap();
+        // Cgroup paths are kernel paths: under the fake root like /proc and /sys.
+        t.set("/sys/fs/cgroup/app.slice/cgroup.procs", "300\n301\n");
         let sel = TargetSelector {
             pids: vec![200, 555],
             names: vec!["hot*".into()],
-            cgroups: vec![cg],
+            cgroups: vec!["/sys/fs/cgroup/app.slice".into()],
         };
         assert_eq!(resolve_targets(&t.fs(), &sel), vec![100, 200, 300, 301]);
     }

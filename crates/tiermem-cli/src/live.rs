@@ -86,11 +86,12 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
             .clone()
             .or_else(|| cfg.as_ref().map(|c| c.state_file.clone()))
             .unwrap_or_else(|| PathBuf::from("/run/tiermem/agent.state"));
-        if !path.exists() {
+        if std::fs::symlink_metadata(&path).is_err() {
             println!("nothing to restore ({} does not exist)", path.display());
             return Ok(());
         }
-        let rep = tiermem_agent::state::restore_from_file(&path, None)?;
+        let root = (a.root != std::path::Path::new("/")).then_some(a.root.as_path());
+        let rep = tiermem_agent::state::restore_from_file(&path, root)?;
         for r in &rep.restored {
             println!("restored {r}");
         }

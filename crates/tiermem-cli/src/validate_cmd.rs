@@ -50,10 +50,16 @@ fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
 pub fn run(a: ValidateArgs) -> Result<bool, Error> {
     let paths = expand(&a.scenarios);
     if paths.is_empty() {
-        return Err(Error::input(&a.scenarios[0].display().to_string(), "no scenario.toml found"));
+        return Err(Error::input(
+            &a.scenarios[0].display().to_string(),
+            "no scenario.toml found",
+        ));
     }
     if a.kernel.is_some() && paths.len() > 1 {
-        return Err(Error::input("--kernel", "names one recording: give one scenario"));
+        return Err(Error::input(
+            "--kernel",
+            "names one recording: give one scenario",
+        ));
     }
     if a.qemu_args {
         let f = tiermem_lab::validate::scenario_file(&paths[0]);
@@ -65,7 +71,8 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
     }
     let (mut scenarios_ok, mut checks, mut passed) = (0, 0, 0);
     let mut errors = Vec::new();
-    let mut summary = String::from("| scenario | checks within tolerance | failing |\n|---|---|---|\n");
+    let mut summary =
+        String::from("| scenario | checks within tolerance | failing |\n|---|---|---|\n");
     let mut details = String::new();
     for p in &paths {
         let t0 = std::time::Instant::now();
@@ -81,7 +88,11 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
         println!(
             "== {} (kernel {}; simulated in {:.1} s)",
             o.name,
-            if o.kernel_release.is_empty() { "?" } else { &o.kernel_release },
+            if o.kernel_release.is_empty() {
+                "?"
+            } else {
+                &o.kernel_release
+            },
             t0.elapsed().as_secs_f64()
         );
         print!("{}", o.table());
@@ -93,7 +104,12 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
         checks += o.results.len();
         passed += o.passed();
         scenarios_ok += usize::from(o.all_pass());
-        let failing: Vec<&str> = o.results.iter().filter(|r| !r.pass).map(|r| r.check.as_str()).collect();
+        let failing: Vec<&str> = o
+            .results
+            .iter()
+            .filter(|r| !r.pass)
+            .map(|r| r.check.as_str())
+            .collect();
         summary.push_str(&format!(
             "| [{}](#{}) | {} of {} | {} |\n",
             o.name,

@@ -63,7 +63,9 @@ pub fn run(cmd: WorkloadCmd) -> Result<(), Error> {
                 meta.kernel_release,
                 meta.populate_seconds,
                 if late > 0 {
-                    format!("; {late} accesses more than 1 ms late (the host could not keep the rate)")
+                    format!(
+                        "; {late} accesses more than 1 ms late (the host could not keep the rate)"
+                    )
                 } else {
                     String::new()
                 }

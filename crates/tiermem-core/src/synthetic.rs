@@ -164,12 +164,19 @@ fn yes() -> bool {
 pub enum Pattern {
     Uniform,
     /// Normal around the centre with σ = `sigma` × pages; draws outside are redrawn.
-    Gaussian { sigma: f64 },
+    Gaussian {
+        sigma: f64,
+    },
     /// The first `hot_fraction` of the pages takes `hot_share` of the accesses, uniformly;
     /// the rest is uniform over the other pages.
-    HotCold { hot_fraction: f64, hot_share: f64 },
+    HotCold {
+        hot_fraction: f64,
+        hot_share: f64,
+    },
     /// Rank r (1-based, page r − 1) with probability ∝ r^−exponent.
-    Zipf { exponent: f64 },
+    Zipf {
+        exponent: f64,
+    },
 }
 
 impl RegionConfig {
@@ -220,18 +227,31 @@ impl RegionConfig {
         let kind = self.pattern;
         let only = |k: &str, set: bool, for_kind: PatternKind| -> Result<(), (String, String)> {
             if set && kind != for_kind {
-                return err(k, format!("applies to pattern {for_kind:?} only").to_lowercase());
+                return err(
+                    k,
+                    format!("applies to pattern {for_kind:?} only").to_lowercase(),
+                );
             }
             Ok(())
         };
         only("sigma", self.sigma.is_some(), PatternKind::Gaussian)?;
-        only("hot_fraction", self.hot_fraction.is_some(), PatternKind::Hotcold)?;
+        only(
+            "hot_fraction",
+            self.hot_fraction.is_some(),
+            PatternKind::Hotcold,
+        )?;
         only("hot_share", self.hot_share.is_some(), PatternKind::Hotcold)?;
         only("exponent", self.exponent.is_some(), PatternKind::Zipf)?;
         let frac = |k: &str, v: Option<f64>, open_zero: bool| -> Result<(), (String, String)> {
             match v {
                 Some(x) if !(x.is_finite() && x <= 1.0 && (x > 0.0 || !open_zero && x == 0.0)) => {
-                    err(k, format!("must be within {}..1 (got {x})", if open_zero { "(0" } else { "0" }))
+                    err(
+                        k,
+                        format!(
+                            "must be within {}..1 (got {x})",
+                            if open_zero { "(0" } else { "0" }
+                        ),
+                    )
                 }
                 _ => Ok(()),
             }
@@ -246,13 +266,20 @@ impl RegionConfig {
         }
         if kind == PatternKind::Idle && (self.rate.is_some() || self.weight.is_some()) {
             return err(
-                if self.rate.is_some() { "rate" } else { "weight" },
+                if self.rate.is_some() {
+                    "rate"
+                } else {
+                    "weight"
+                },
                 "an idle region is never accessed: set a pattern".into(),
             );
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_PER_S) {
-                return err("rate", format!("must be within (0..1e9] accesses/s (got {r})"));
+                return err(
+                    "rate",
+                    format!("must be within (0..1e9] accesses/s (got {r})"),
+                );
             }
         }
         if let Some(w) = self.weight {
@@ -261,7 +288,10 @@ impl RegionConfig {
             }
         }
         if self.ksm.is_some() && !self.populate {
-            return err("ksm", "a KSM region must be populated (its content is written then)".into());
+            return err(
+                "ksm",
+                "a KSM region must be populated (its content is written then)".into(),
+            );
         }
         Ok(())
     }
@@ -272,10 +302,7 @@ impl SyntheticConfig {
     /// Node ids of `cpu_node` and `policy` are checked by the caller.
     pub fn validate(&self, nr_nodes: usize) -> Result<(), (String, String)> {
         if self.threads == 0 || self.threads > MAX_THREADS {
-            return Err((
-                "threads".into(),
-                format!("must be within 1..{MAX_THREADS}"),
-            ));
+            return Err(("threads".into(), format!("must be within 1..{MAX_THREADS}")));
         }
         if self.read_ratio > 100 {
             return Err((
@@ -300,7 +327,10 @@ impl SyntheticConfig {
             }
         }
         let active: Vec<usize> = self.active_regions();
-        let rated = active.iter().filter(|&&j| self.regions[j].rate.is_some()).count();
+        let rated = active
+            .iter()
+            .filter(|&&j| self.regions[j].rate.is_some())
+            .count();
         if rated != 0 && rated != active.len() {
             let j = active
                 .iter()
@@ -313,7 +343,11 @@ impl SyntheticConfig {
             ));
         }
         if rated > 0 {
-            if let Some(j) = active.iter().copied().find(|&j| self.regions[j].weight.is_some()) {
+            if let Some(j) = active
+                .iter()
+                .copied()
+                .find(|&j| self.regions[j].weight.is_some())
+            {
                 return Err((
                     format!("regions[{j}].weight"),
                     "regions with a rate have no weight (the rates set the mix)".into(),
@@ -656,7 +690,9 @@ mod tests {
         assert!(ok.is_ok(), "{ok:?}");
         let e = cfg("[[regions]]\nname = \"a\"\nsize = \"1MiB\"\npattern = \"uniform\"\nrate = 10\n[[regions]]\nname = \"b\"\nsize = \"1MiB\"\npattern = \"uniform\"\n").unwrap_err();
         assert!(e.starts_with("regions[1].rate"), "{e}");
-        let e = cfg("[[regions]]\nname = \"a\"\nsize = \"1MiB\"\npattern = \"uniform\"\nsigma = 0.1\n").unwrap_err();
+        let e =
+            cfg("[[regions]]\nname = \"a\"\nsize = \"1MiB\"\npattern = \"uniform\"\nsigma = 0.1\n")
+                .unwrap_err();
         assert!(e.starts_with("regions[0].sigma"), "{e}");
         let e = cfg("[[regions]]\nname = \"a\"\nsize = \"1MiB\"\n[[regions]]\nname = \"a\"\nsize = \"1MiB\"\n").unwrap_err();
         assert!(e.contains("also the name"), "{e}");

@@ -117,8 +117,14 @@ pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String
                 ));
             }
         }
-        out.push((ExtraColumn::ScanSeq { workload: wi }, scan_seq_column(&name)));
-        out.push((ExtraColumn::Accesses { workload: wi }, accesses_column(&name)));
+        out.push((
+            ExtraColumn::ScanSeq { workload: wi },
+            scan_seq_column(&name),
+        ));
+        out.push((
+            ExtraColumn::Accesses { workload: wi },
+            accesses_column(&name),
+        ));
     }
     out
 }

@@ -56,7 +56,6 @@ pub fn zone_watermarks(
     }
 }
 
-
 /// Zone indices as x86-64 numbers them (`enum zone_type`). `ZONE_MOVABLE` is the class zone
 /// of user allocations (`gfp_zone(GFP_HIGHUSER_MOVABLE)`): the index their watermark checks
 /// use for `lowmem_reserve`.
@@ -173,11 +172,23 @@ mod tests {
         assert_eq!(
             z[0],
             vec![
-                ZoneSpan { idx: ZONE_DMA, managed: 4096 },
-                ZoneSpan { idx: ZONE_DMA32, managed: 258_048 }
+                ZoneSpan {
+                    idx: ZONE_DMA,
+                    managed: 4096
+                },
+                ZoneSpan {
+                    idx: ZONE_DMA32,
+                    managed: 258_048
+                }
             ]
         );
-        assert_eq!(z[1], vec![ZoneSpan { idx: ZONE_DMA32, managed: 131_072 }]);
+        assert_eq!(
+            z[1],
+            vec![ZoneSpan {
+                idx: ZONE_DMA32,
+                managed: 131_072
+            }]
+        );
         // lowmem_reserve of node 0's DMA for user pages: DMA32 / 256 (recorded: 991 of 253 773).
         assert_eq!(lowmem_reserves(&z[0])[0][ZONE_MOVABLE], 258_048 / 256);
         assert_eq!(lowmem_reserves(&z[0])[1], [0; 4]);
@@ -188,9 +199,33 @@ mod tests {
         let gib = 262_144u64;
         let z = node_zones(&[64 * gib, 64 * gib], 1);
         // 2 GiB below 4 GiB on node 0, the rest of it and all of node 1 in ZONE_NORMAL.
-        assert_eq!(z[0][0], ZoneSpan { idx: ZONE_DMA, managed: 4096 });
-        assert_eq!(z[0][1], ZoneSpan { idx: ZONE_DMA32, managed: 2 * gib - 4096 });
-        assert_eq!(z[0][2], ZoneSpan { idx: ZONE_NORMAL, managed: 62 * gib });
-        assert_eq!(z[1], vec![ZoneSpan { idx: ZONE_NORMAL, managed: 64 * gib }]);
+        assert_eq!(
+            z[0][0],
+            ZoneSpan {
+                idx: ZONE_DMA,
+                managed: 4096
+            }
+        );
+        assert_eq!(
+            z[0][1],
+            ZoneSpan {
+                idx: ZONE_DMA32,
+                managed: 2 * gib - 4096
+            }
+        );
+        assert_eq!(
+            z[0][2],
+            ZoneSpan {
+                idx: ZONE_NORMAL,
+                managed: 62 * gib
+            }
+        );
+        assert_eq!(
+            z[1],
+            vec![ZoneSpan {
+                idx: ZONE_NORMAL,
+                managed: 64 * gib
+            }]
+        );
     }
 }

@@ -19,7 +19,11 @@ fn outcomes() -> BTreeMap<String, bool> {
         .filter(|d| d.join("scenario.toml").exists() && d.join("kernel/timeline.csv").exists())
         .collect();
     dirs.sort();
-    assert!(dirs.len() >= 16, "the suite has {} recorded scenarios", dirs.len());
+    assert!(
+        dirs.len() >= 16,
+        "the suite has {} recorded scenarios",
+        dirs.len()
+    );
     let mut out = BTreeMap::new();
     for d in dirs {
         let sc = Scenario::load(&d, None).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
@@ -53,7 +57,10 @@ fn no_passing_check_regresses() {
         .filter(|(k, &pass)| pass && base.get(*k) != Some(&true))
         .map(|(k, _)| k)
         .collect();
-    println!("{passing} of {} checks pass; newly passing: {newly:?}", now.len());
+    println!(
+        "{passing} of {} checks pass; newly passing: {newly:?}",
+        now.len()
+    );
     assert!(
         regressed.is_empty(),
         "checks that passed in validation/baseline.json fail now: {regressed:#?}"

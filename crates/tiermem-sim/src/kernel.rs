@@ -249,7 +249,11 @@ impl Kernel {
     /// (`__setup_per_zone_wmarks`: `min_free_kbytes` split over every zone by managed pages)
     /// and `lowmem_reserve`, then the memory the kernel and other programs hold (`reserved`).
     fn boot_nodes(topo: &Topology, cfg: &KernelConfig) -> Vec<NodeMem> {
-        let managed: Vec<u64> = topo.nodes.iter().map(|nd| nd.capacity.pages_floor().0).collect();
+        let managed: Vec<u64> = topo
+            .nodes
+            .iter()
+            .map(|nd| nd.capacity.pages_floor().0)
+            .collect();
         let spans = tiermem_core::watermarks::node_zones(&managed, cfg.numa.model_scale as u64);
         let mut nodes: Vec<NodeMem> = spans
             .iter()
@@ -354,7 +358,11 @@ impl Kernel {
     /// The first (node, zone) of a zonelist (nodes in fallback order, each node's zones
     /// highest first) that passes `mark` for a user page (`get_page_from_freelist` at
     /// order 0, class zone `ZONE_MOVABLE`).
-    pub(crate) fn first_zone(&self, zl: &[usize], mark: impl Fn(&Watermarks) -> u64) -> Option<(usize, usize)> {
+    pub(crate) fn first_zone(
+        &self,
+        zl: &[usize],
+        mark: impl Fn(&Watermarks) -> u64,
+    ) -> Option<(usize, usize)> {
         zl.iter().find_map(|&n| {
             self.nodes[n]
                 .zone_above(&mark, ZONE_MOVABLE)
@@ -963,7 +971,13 @@ impl Kernel {
     /// one folio): allocate on `dst` (the caller checked the watermark), copy, remap the PTE
     /// (keeping its accessed/dirty bits), put the new frame on `dst`'s LRU (inactive unless
     /// `active`), free the old frame. Charges the copy traffic to both nodes.
-    pub fn migrate_frame(&mut self, src: usize, pfn: u32, (dst, zone): (usize, usize), active: bool) -> u32 {
+    pub fn migrate_frame(
+        &mut self,
+        src: usize,
+        pfn: u32,
+        (dst, zone): (usize, usize),
+        active: bool,
+    ) -> u32 {
         let f = self.nodes[src].frames[pfn as usize];
         let new_pfn = self.nodes[dst].take_frame_in(zone, f.owner, f.vpn);
         {
@@ -1139,7 +1153,10 @@ impl Kernel {
             }
             let zone_free: u64 = node.zones.iter().map(|z| z.free).sum();
             if zone_free != node.free {
-                return Err(format!("node {n}: zones hold {zone_free} free pages, the node {}", node.free));
+                return Err(format!(
+                    "node {n}: zones hold {zone_free} free pages, the node {}",
+                    node.free
+                ));
             }
             if node.free + node.kernel_pages + owned != node.present {
                 return Err(format!(

@@ -145,7 +145,9 @@ impl LruList {
     };
 }
 
-pub use tiermem_core::watermarks::{default_min_free_kbytes, int_sqrt, zone_watermarks, Watermarks};
+pub use tiermem_core::watermarks::{
+    default_min_free_kbytes, int_sqrt, zone_watermarks, Watermarks,
+};
 
 /// One node's memory (one zone per node).
 pub struct NodeMem {

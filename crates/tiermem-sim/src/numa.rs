@@ -172,9 +172,7 @@ impl Kernel {
             // one scan_delay of CPU time after they start, as the recordings show. The
             // product is an `unsigned int` and wraps for many users, as in the kernel.
             let max_as_ns = self.task_scan_max(proc);
-            let product = (delay as u32)
-                .wrapping_mul(users)
-                .wrapping_mul(1_000_000) as u64;
+            let product = (delay as u32).wrapping_mul(users).wrapping_mul(1_000_000) as u64;
             t.node_stamp_ns = max_as_ns.min(product) + 2 * TICK_NS;
         }
         self.numa.tasks.push(t);
@@ -488,7 +486,12 @@ impl Kernel {
         })
     }
 
-    fn migrate_misplaced_folio(&mut self, src: usize, pfn: u32, (dst, zone): (usize, usize)) -> SimDuration {
+    fn migrate_misplaced_folio(
+        &mut self,
+        src: usize,
+        pfn: u32,
+        (dst, zone): (usize, usize),
+    ) -> SimDuration {
         let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
         self.nodes[src].lru_del(pfn);
         let new_pfn = self.migrate_frame(src, pfn, (dst, zone), active);

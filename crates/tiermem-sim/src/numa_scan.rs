@@ -150,7 +150,8 @@ impl Kernel {
             }
         }
         let c = &self.cfg.costs;
-        let cost = SimDuration(c.numa_scan_pte.0 * budget.visited + c.numa_pte_update.0 * budget.updated);
+        let cost =
+            SimDuration(c.numa_scan_pte.0 * budget.visited + c.numa_pte_update.0 * budget.updated);
         // Overhead cap: 32× the work's CPU time is added to node_stamp (≈ 3 % of runtime).
         self.numa.tasks[tid].node_stamp_ns += 32 * cost.ps() / 1000;
         cost
@@ -159,7 +160,14 @@ impl Kernel {
     /// One walk over the VMAs from `numa_scan_offset` (the body of `task_numa_work` between
     /// `retry_pids` and `out`). `forced`: the retry that ignores the PID filter and scans a
     /// single VMA.
-    fn scan_vmas(&mut self, tid: usize, proc: usize, now_ms: u64, forced: bool, b: &mut Budget) -> Stop {
+    fn scan_vmas(
+        &mut self,
+        tid: usize,
+        proc: usize,
+        now_ms: u64,
+        forced: bool,
+        b: &mut Budget,
+    ) -> Stop {
         let total = self.procs[proc].ptes.len() as u64;
         let mut start = self.numa.mm[proc].scan_offset.min(total);
         let mut first = self.procs[proc]
@@ -202,7 +210,8 @@ impl Kernel {
                 // boundaries, so align the offset within the VMA.
                 let off = start - vstart + b.pages.max(0) as u64;
                 let end = (vstart + off.next_multiple_of(HPAGE_PAGES)).min(vend);
-                let n = self.change_prot_numa(proc, start, end, target_node, now_ms, &mut b.visited);
+                let n =
+                    self.change_prot_numa(proc, start, end, target_node, now_ms, &mut b.visited);
                 b.updated += n;
                 if n > 0 {
                     b.pages -= (end - start) as i64;
@@ -230,7 +239,14 @@ impl Kernel {
     /// The per-VMA checks of `task_numa_work`: create `numab_state`, wait out a new VMA's
     /// scan delay, rotate `pids_active`, skip a VMA already scanned in this sequence or not
     /// accessed by this task (`vma_is_accessed`).
-    fn numab_check(&mut self, tid: usize, proc: usize, vi: usize, now_ms: u64, forced: bool) -> Result<(), Skip> {
+    fn numab_check(
+        &mut self,
+        tid: usize,
+        proc: usize,
+        vi: usize,
+        now_ms: u64,
+        forced: bool,
+    ) -> Result<(), Skip> {
         let delay = self.cfg.numa.scan_delay_ms as u64;
         let reset_period = 4 * delay; // VMA_PID_RESET_PERIOD
         let seq = self.numa.mm[proc].scan_seq;

@@ -57,7 +57,8 @@ impl ExtraColumns {
                     if hist.as_ref().map(|h| h.0) != Some((proc, region)) {
                         hist = Some(((proc, region), region_nodes(kernel, proc, region)));
                     }
-                    hist.as_ref().map_or(0, |h| h.1.get(node).copied().unwrap_or(0))
+                    hist.as_ref()
+                        .map_or(0, |h| h.1.get(node).copied().unwrap_or(0))
                 }
                 ExtraColumn::ScanSeq { workload } => proc_of(workload)
                     .and_then(|p| kernel.numa.mm.get(p as usize))

@@ -104,7 +104,14 @@ pub fn build(
     let proc = kernel.add_process(name, cpu, s.policy.clone(), vmas);
     populate_image(&image, s.regions.len(), proc, cpu, kernel);
     place_regions(s, wi, proc, cpu, kernel);
-    let mut threads = vec![spec(wi, proc, cpu, SimDuration::ZERO, None, Generator::Synthetic(SyntheticGen::Main))];
+    let mut threads = vec![spec(
+        wi,
+        proc,
+        cpu,
+        SimDuration::ZERO,
+        None,
+        Generator::Synthetic(SyntheticGen::Main),
+    )];
     let pace = s.thread_rate().map(|r| SimDuration::from_secs_f64(1.0 / r));
     let cpa = s.cpu_per_access.unwrap_or(if pace.is_some() {
         SimDuration::ZERO
@@ -118,7 +125,14 @@ pub fn build(
             regions: region_samplers(s, kernel, proc),
             write_threshold: (((100 - s.read_ratio) as u64) << 32) / 100,
         };
-        let mut t = spec(wi, proc, cpu, cpa, s.duration, Generator::Synthetic(SyntheticGen::Access(Box::new(gen))));
+        let mut t = spec(
+            wi,
+            proc,
+            cpu,
+            cpa,
+            s.duration,
+            Generator::Synthetic(SyntheticGen::Access(Box::new(gen))),
+        );
         t.start = s.start;
         t.pace = pace;
         threads.push(t);
@@ -159,7 +173,10 @@ fn region_samplers(
     s.regions
         .iter()
         .zip(&kernel.procs[proc as usize].vmas)
-        .map(|(r, v)| r.pattern().map(|p| (v.pte_base, PageSampler::new(p, r.pages()))))
+        .map(|(r, v)| {
+            r.pattern()
+                .map(|p| (v.pte_base, PageSampler::new(p, r.pages())))
+        })
         .collect()
 }
 
@@ -188,7 +205,11 @@ pub fn process_image(threads: u32) -> Vec<ImageVma> {
     };
     let mut out = vec![v("[heap]", 67, 16)];
     for _ in 0..threads {
-        out.extend([v("[arena]", 33, 2), v("[sigaltstack]", 2, 1), v("[thread-stack]", 512, 4)]);
+        out.extend([
+            v("[arena]", 33, 2),
+            v("[sigaltstack]", 2, 1),
+            v("[thread-stack]", 512, 4),
+        ]);
     }
     out.extend([
         v("[control]", 2, 2),
@@ -206,7 +227,10 @@ fn populate_image(image: &[ImageVma], first: usize, proc: u16, cpu: NodeId, kern
     for (k, v) in image.iter().enumerate() {
         let base = kernel.procs[proc as usize].vmas[first + k].pte_base;
         for idx in base..base + v.present.min(v.pages) {
-            if kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO).is_err() {
+            if kernel
+                .handle_fault(proc, idx, true, cpu, SimTime::ZERO)
+                .is_err()
+            {
                 return;
             }
         }
@@ -273,6 +297,10 @@ pub fn result(
         threads: s.threads,
         accesses,
         run_seconds: run,
-        accesses_per_s: if run > 0.0 { accesses as f64 / run } else { 0.0 },
+        accesses_per_s: if run > 0.0 {
+            accesses as f64 / run
+        } else {
+            0.0
+        },
     }
 }

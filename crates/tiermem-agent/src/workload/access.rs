@@ -52,7 +52,10 @@ pub fn spawn(
                 .regions
                 .iter()
                 .zip(regions)
-                .map(|(r, mr)| r.pattern().map(|p| (mr.addr, PageSampler::new(p, r.pages()))))
+                .map(|(r, mr)| {
+                    r.pattern()
+                        .map(|p| (mr.addr, PageSampler::new(p, r.pages())))
+                })
                 .collect(),
             write_threshold: (((100 - s.read_ratio.min(100)) as u64) << 32) / 100,
             pace: s.thread_rate().map(|r| 1.0 / r),

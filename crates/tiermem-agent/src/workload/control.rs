@@ -66,7 +66,9 @@ impl Shared {
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Shared { ptr: p as *mut Control })
+        Ok(Shared {
+            ptr: p as *mut Control,
+        })
     }
 
     pub fn get(&self) -> &Control {
@@ -79,7 +81,10 @@ impl Drop for Shared {
     fn drop(&mut self) {
         // SAFETY: mapped in `new`, unmapped once.
         unsafe {
-            libc::munmap(self.ptr as *mut libc::c_void, std::mem::size_of::<Control>());
+            libc::munmap(
+                self.ptr as *mut libc::c_void,
+                std::mem::size_of::<Control>(),
+            );
         }
     }
 }
@@ -119,7 +124,10 @@ impl Control {
     }
 
     pub fn total_accesses(&self, threads: usize) -> u64 {
-        self.accesses[..threads].iter().map(|a| a.load(Ordering::Relaxed)).sum()
+        self.accesses[..threads]
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .sum()
     }
 }
 

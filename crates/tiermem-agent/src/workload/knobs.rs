@@ -58,11 +58,20 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
         knob(NUMA_BALANCING, 0),
         knob(PROMOTE_RATE_LIMIT, n.promote_rate_limit_mbps),
         knob(format!("{DEBUGFS_NB}/scan_delay_ms"), n.scan_delay_ms),
-        knob(format!("{DEBUGFS_NB}/scan_period_min_ms"), n.scan_period_min_ms),
-        knob(format!("{DEBUGFS_NB}/scan_period_max_ms"), n.scan_period_max_ms),
+        knob(
+            format!("{DEBUGFS_NB}/scan_period_min_ms"),
+            n.scan_period_min_ms,
+        ),
+        knob(
+            format!("{DEBUGFS_NB}/scan_period_max_ms"),
+            n.scan_period_max_ms,
+        ),
         knob(format!("{DEBUGFS_NB}/scan_size_mb"), n.scan_size_mb),
         knob(format!("{DEBUGFS_NB}/hot_threshold_ms"), n.hot_threshold_ms),
-        knob(DEMOTION_ENABLED, if k.demotion_enabled { "true" } else { "false" }),
+        knob(
+            DEMOTION_ENABLED,
+            if k.demotion_enabled { "true" } else { "false" },
+        ),
         knob(WATERMARK_SCALE_FACTOR, k.watermark_scale_factor),
         knob(THP_ENABLED, k.transparent_hugepage.sysfs()),
         Knob {
@@ -78,7 +87,10 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
     let mfk = k
         .min_free_kbytes
         .unwrap_or_else(|| tiermem_core::watermarks::default_min_free_kbytes(host_total_pages));
-    let thp = before.iter().position(|k| k.path == THP_ENABLED).map_or(before.len(), |i| i + 1);
+    let thp = before
+        .iter()
+        .position(|k| k.path == THP_ENABLED)
+        .map_or(before.len(), |i| i + 1);
     before.insert(thp, knob("/proc/sys/vm/min_free_kbytes", mfk));
     if let Some(w) = &k.weighted_interleave.weights {
         for (node, v) in w.iter().enumerate().take(nr_nodes) {
@@ -86,7 +98,10 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
         }
     }
     if let Some(a) = k.weighted_interleave.auto {
-        before.push(knob(format!("{WI_DIR}/auto"), if a { "true" } else { "false" }));
+        before.push(knob(
+            format!("{WI_DIR}/auto"),
+            if a { "true" } else { "false" },
+        ));
     }
     let mut at_start = vec![knob(NUMA_BALANCING, k.numa_balancing)];
     if let Some(ksm) = &k.ksm {
@@ -161,10 +176,18 @@ mod tests {
         )
         .unwrap();
         let p = plan(&cfg.kernel, 2, 1 << 18).unwrap();
-        assert!(p.before.contains(&knob("/proc/sys/vm/min_free_kbytes", 4096)), "the simulator's default for 1 GiB");
+        assert!(
+            p.before
+                .contains(&knob("/proc/sys/vm/min_free_kbytes", 4096)),
+            "the simulator's default for 1 GiB"
+        );
         assert_eq!(p.before[0], knob(NUMA_BALANCING, 0));
-        assert!(p.before.contains(&knob(format!("{DEBUGFS_NB}/hot_threshold_ms"), 500)));
-        assert!(p.before.contains(&knob(format!("{KSM_DIR}/pages_to_scan"), 1000)));
+        assert!(p
+            .before
+            .contains(&knob(format!("{DEBUGFS_NB}/hot_threshold_ms"), 500)));
+        assert!(p
+            .before
+            .contains(&knob(format!("{KSM_DIR}/pages_to_scan"), 1000)));
         assert!(p.before.contains(&knob(format!("{KSM_DIR}/run"), 2)));
         assert_eq!(
             p.at_start,
@@ -179,7 +202,10 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        let e = plan(&cfg.kernel, 2, 1 << 18).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = plan(&cfg.kernel, 2, 1 << 18)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("kernel.numa.model_scale"), "{e}");
     }
 }

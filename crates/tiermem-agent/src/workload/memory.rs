@@ -90,7 +90,10 @@ fn map_at(s: &SyntheticConfig, base: usize) -> Result<Mapping, Error> {
                 r.addr as *mut libc::c_void,
                 r.len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
                 -1,
                 0,
             )
@@ -122,9 +125,8 @@ fn mbind(r: &MappedRegion, p: Option<&MemPolicy>) -> Result<(), Error> {
     let default = MemPolicy::new(PolicyMode::Default, Vec::new());
     let (mode, nodes) = mode_and_nodes(p.unwrap_or(&default));
     // SAFETY: the region is our own mapping.
-    unsafe { sys::mbind(r.addr as *mut libc::c_void, r.len, mode, &nodes, 0) }.map_err(|e| {
-        Error::Other(format!("region {:?}: {e}", r.name))
-    })
+    unsafe { sys::mbind(r.addr as *mut libc::c_void, r.len, mode, &nodes, 0) }
+        .map_err(|e| Error::Other(format!("region {:?}: {e}", r.name)))
 }
 
 /// The 64-bit word a KSM region's pages are filled with (identical contents), or `None`
@@ -188,7 +190,9 @@ fn populate(mr: &MappedRegion, fill: Option<u64>, region: usize) {
                         std::ptr::write_volatile(base.add(i), w);
                     }
                 }
-                None => std::ptr::write_volatile(base, ((region as u64) << 40) | page as u64 | 1 << 63),
+                None => {
+                    std::ptr::write_volatile(base, ((region as u64) << 40) | page as u64 | 1 << 63)
+                }
             }
         }
     }

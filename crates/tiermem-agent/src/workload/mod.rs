@@ -23,28 +23,12 @@ use crate::state::{Saved, StateRecorder};
 use crate::Error;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tiermem_core::config::{SimConfig, WorkloadConfig};
 use tiermem_core::synthetic::SyntheticConfig;
 use tiermem_core::ConfigError;
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    let h = on_signal as extern "C" fn(libc::c_int);
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    unsafe {
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-            libc::signal(s, h as libc::sighandler_t);
-        }
-    }
-}
 
 /// Options of one run.
 #[derive(Clone, Debug)]
@@ -124,16 +108,28 @@ fn synthetic_workload(cfg: &SimConfig) -> Result<(usize, &SyntheticConfig), Erro
         }
     }
     found.ok_or_else(|| {
-        ConfigError::invalid("workloads", "no synthetic workload to run ([[workloads]] type = \"synthetic\")").into()
+        ConfigError::invalid(
+            "workloads",
+            "no synthetic workload to run ([[workloads]] type = \"synthetic\")",
+        )
+        .into()
     })
 }
 
 /// Read and check the scenario against the host: (config, workload index, CPUs to pin to, the host's total pages).
-fn prepare(spec: &Path, fs: &HostFs, opts: &Options) -> Result<(SimConfig, usize, Vec<u32>, u64), Error> {
+fn prepare(
+    spec: &Path,
+    fs: &HostFs,
+    opts: &Options,
+) -> Result<(SimConfig, usize, Vec<u32>, u64), Error> {
     let (mut cfg, _) = SimConfig::from_file(spec)?;
     if let Some(d) = opts.duration_s {
         if !(d > 0.0 && d.is_finite() && d < 1e6) {
-            return Err(ConfigError::invalid("--duration", format!("must be a positive number of seconds (got {d})")).into());
+            return Err(ConfigError::invalid(
+                "--duration",
+                format!("must be a positive number of seconds (got {d})"),
+            )
+            .into());
         }
         cfg.duration = tiermem_core::units::SimDuration::from_secs_f64(d);
     }
@@ -143,7 +139,10 @@ fn prepare(spec: &Path, fs: &HostFs, opts: &Options) -> Result<(SimConfig, usize
     if host.len() != want {
         return Err(ConfigError::invalid(
             "machine.nodes",
-            format!("the scenario's machine has {want} nodes, this host {}", host.len()),
+            format!(
+                "the scenario's machine has {want} nodes, this host {}",
+                host.len()
+            ),
         )
         .into());
     }
@@ -173,7 +172,8 @@ fn prepare(spec: &Path, fs: &HostFs, opts: &Options) -> Result<(SimConfig, usize
         )
         .into());
     }
-    let total_pages = host.iter().map(|h| h.mem_total_bytes).sum::<u64>() / tiermem_core::units::PAGE_SIZE;
+    let total_pages =
+        host.iter().map(|h| h.mem_total_bytes).sum::<u64>() / tiermem_core::units::PAGE_SIZE;
     Ok((cfg, wi, cpus, total_pages))
 }
 
@@ -195,9 +195,11 @@ pub fn run(spec: &Path, fs: &HostFs, opts: &Options) -> Result<Meta, Error> {
         }
     }
     std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(&opts.out, "create directory", e))?;
-    let state = opts.state_file.clone().unwrap_or_else(|| opts.out.join("knobs.state"));
-    STOP.store(false, Ordering::SeqCst);
-    install_signal_handlers();
+    let state = opts
+        .state_file
+        .clone()
+        .unwrap_or_else(|| opts.out.join("knobs.state"));
+    crate::signals::install();
     let mut rec = StateRecorder::create(&state, fs)?;
     let mut knob_log = Vec::new();
     let result = apply_and_record(&cfg, wi, &cpus, fs, opts, &plan, &mut rec, &mut knob_log);
@@ -265,7 +267,10 @@ fn apply_and_record(
     for k in &plan.before {
         write_knob(fs, rec, k, "before", knob_log)?;
     }
-    let shared = Arc::new(control::Shared::new().map_err(|e| Error::Other(format!("cannot map the control block: {e}")))?);
+    let shared = Arc::new(
+        control::Shared::new()
+            .map_err(|e| Error::Other(format!("cannot map the control block: {e}")))?,
+    );
     let child = process::spawn(s, wi, cpus, cfg.seed, shared.clone())?;
     let outcome = drive(cfg, s, fs, opts, plan, rec, knob_log, &shared, &child);
     shared.get().set_phase(control::STOPPING);
@@ -307,12 +312,15 @@ fn apply_and_record(
             id: h.id,
             cpus: h.cpus,
             mem_total_bytes: h.mem_total_bytes,
-            mem_free_bytes_at_start: free0.get(i).copied().flatten().unwrap_or(0) * tiermem_core::units::PAGE_SIZE,
+            mem_free_bytes_at_start: free0.get(i).copied().flatten().unwrap_or(0)
+                * tiermem_core::units::PAGE_SIZE,
         })
         .collect();
     Ok(Meta {
         tiermem_version: env!("CARGO_PKG_VERSION"),
-        kernel_release: fs.read_opt("/proc/sys/kernel/osrelease")?.unwrap_or_default(),
+        kernel_release: fs
+            .read_opt("/proc/sys/kernel/osrelease")?
+            .unwrap_or_default(),
         scenario: String::new(),
         command: std::env::args().collect(),
         workload: s.name.clone().unwrap_or_else(|| format!("synthetic{wi}")),
@@ -357,7 +365,10 @@ fn drive(
         write_knob(fs, rec, k, "at time 0", knob_log)?;
     }
     let regions = memory::layout(s);
-    let proc_dir = opts.proc_dir.clone().unwrap_or_else(|| format!("/proc/{}", child.pid));
+    let proc_dir = opts
+        .proc_dir
+        .clone()
+        .unwrap_or_else(|| format!("/proc/{}", child.pid));
     let mut sampler = sample::Sampler::new(fs.clone(), cfg, child.workload, proc_dir, regions);
     let base = sampler.read()?;
     // The workload process's VMAs at time 0: the scanner walks all of them, not just the
@@ -391,9 +402,15 @@ fn unmerge_ksm(fs: &HostFs) -> Result<(), Error> {
     let dir = crate::host::KSM_DIR;
     fs.write(&format!("{dir}/run"), "2")?;
     let t0 = Instant::now();
-    while fs.read_u64_opt(&format!("{dir}/pages_shared"))?.unwrap_or(0) > 0 {
+    while fs
+        .read_u64_opt(&format!("{dir}/pages_shared"))?
+        .unwrap_or(0)
+        > 0
+    {
         if t0.elapsed() > crate::state::KSM_UNMERGE_TIMEOUT {
-            return Err(Error::Other("KSM unmerge did not finish within 60 s".into()));
+            return Err(Error::Other(
+                "KSM unmerge did not finish within 60 s".into(),
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -417,7 +434,7 @@ fn record(
     let (mut prev_t, mut prev_n) = (0.0, 0u64);
     let mut next = interval;
     let mut next_progress = opts.progress_every_s;
-    let stopped = || STOP.load(Ordering::SeqCst) || c.phase() == control::FAILED;
+    let stopped = || crate::signals::stop_requested() || c.phase() == control::FAILED;
     while next <= end + 1e-9 && !stopped() {
         while since() < next && !stopped() {
             std::thread::sleep(Duration::from_secs_f64((next - since()).clamp(0.0, 0.02)));
@@ -428,11 +445,20 @@ fn record(
         let r = sampler.read()?;
         let t = since();
         let n = c.total_accesses(threads);
-        rows.push(sampler.row(t, n.saturating_sub(prev_n) as f64 / (t - prev_t).max(1e-9), n, &r));
+        rows.push(sampler.row(
+            t,
+            n.saturating_sub(prev_n) as f64 / (t - prev_t).max(1e-9),
+            n,
+            &r,
+        ));
         if opts.progress_every_s > 0.0 && t >= next_progress {
             next_progress += opts.progress_every_s;
             let get = |k: &str| {
-                r.vmstat.get(k).copied().unwrap_or(0).saturating_sub(base.vmstat.get(k).copied().unwrap_or(0))
+                r.vmstat
+                    .get(k)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(base.vmstat.get(k).copied().unwrap_or(0))
             };
             eprintln!(
                 "  t={t:6.1}s  accesses {n:>12}  numa_hint_faults +{}  pgpromote_success +{}  pgdemote_kswapd +{}",
@@ -445,10 +471,15 @@ fn record(
         next += interval;
     }
     if c.phase() == control::FAILED {
-        return Err(Error::Other(format!("the workload process failed: {}", c.error())));
+        return Err(Error::Other(format!(
+            "the workload process failed: {}",
+            c.error()
+        )));
     }
-    if STOP.load(Ordering::SeqCst) {
-        return Err(Error::Other("stopped by a signal; the knobs were restored and nothing was written".into()));
+    if crate::signals::stop_requested() {
+        return Err(Error::Other(
+            "stopped by a signal; the knobs were restored and nothing was written".into(),
+        ));
     }
     Ok(rows)
 }
@@ -495,7 +526,10 @@ rate = 20000
     #[test]
     fn records_the_simulators_columns_and_restores_the_knobs() {
         let t = fake_two_node();
-        t.set("/proc/self/numa_maps", "200000000000 default anon=16 N1=16\n");
+        t.set(
+            "/proc/self/numa_maps",
+            "200000000000 default anon=16 N1=16\n",
+        );
         t.set("/proc/self/sched", "mm->numa_scan_seq : 3\n");
         t.set(knobs::THP_ENABLED, "always madvise [never]\n");
         t.set("/proc/sys/vm/min_free_kbytes", "67584\n");
@@ -516,17 +550,33 @@ rate = 20000
         )
         .unwrap();
         assert_eq!(t.get(NUMA_BALANCING), "0", "restored");
-        assert_eq!(t.get(knobs::THP_ENABLED), "never", "a selector file restores its choice");
+        assert_eq!(
+            t.get(knobs::THP_ENABLED),
+            "never",
+            "a selector file restores its choice"
+        );
         assert_eq!(t.get("/proc/sys/vm/min_free_kbytes"), "67584");
-        assert!(meta.knobs.iter().any(|k| k.path.ends_with("min_free_kbytes") && k.value == "5792"), "int_sqrt(2 GiB in KiB × 16)");
+        assert!(
+            meta.knobs
+                .iter()
+                .any(|k| k.path.ends_with("min_free_kbytes") && k.value == "5792"),
+            "int_sqrt(2 GiB in KiB × 16)"
+        );
         assert!(!out.join("knobs.state").exists());
-        assert!(meta.knobs.iter().any(|k| k.path == NUMA_BALANCING && k.value == "2"));
+        assert!(meta
+            .knobs
+            .iter()
+            .any(|k| k.path == NUMA_BALANCING && k.value == "2"));
         let csv = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
         let mut lines = csv.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
         let cfg = SimConfig::from_toml_str(SCENARIO, "s.toml").unwrap();
         let mut want = tiermem_core::timeline::base_columns(2);
-        want.extend(tiermem_core::timeline::extra_columns(&cfg).into_iter().map(|c| c.1));
+        want.extend(
+            tiermem_core::timeline::extra_columns(&cfg)
+                .into_iter()
+                .map(|c| c.1),
+        );
         assert_eq!(header, want);
         let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
         assert_eq!(rows.len(), 4, "time 0 and three samples");

@@ -4,7 +4,7 @@
 //! `PR_SET_PDEATHSIG` ends it with the recording process.
 
 use super::control::{monotonic_ns, Control, Shared, FAILED, POPULATED, STOPPING};
-use super::{access, memory, STOP};
+use super::{access, memory};
 use crate::Error;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -47,7 +47,13 @@ pub fn spawn(
     }
 }
 
-fn child_main(s: &SyntheticConfig, workload: usize, cpus: &[u32], seed: u64, shared: Arc<Shared>) -> i32 {
+fn child_main(
+    s: &SyntheticConfig,
+    workload: usize,
+    cpus: &[u32],
+    seed: u64,
+    shared: Arc<Shared>,
+) -> i32 {
     // SAFETY: plain prctl: die with the recording process.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -61,7 +67,13 @@ fn child_main(s: &SyntheticConfig, workload: usize, cpus: &[u32], seed: u64, sha
     }
 }
 
-fn body(s: &SyntheticConfig, workload: usize, cpus: &[u32], seed: u64, shared: &Arc<Shared>) -> Result<(), Error> {
+fn body(
+    s: &SyntheticConfig,
+    workload: usize,
+    cpus: &[u32],
+    seed: u64,
+    shared: &Arc<Shared>,
+) -> Result<(), Error> {
     let c = shared.get();
     if s.policy != Default::default() {
         let flags: i32 = s.policy.flags.iter().map(|f| f.kernel_value()).sum();
@@ -90,14 +102,21 @@ impl Child {
         loop {
             match c.phase() {
                 POPULATED => return Ok(()),
-                FAILED => return Err(Error::Other(format!("the workload process failed: {}", c.error()))),
+                FAILED => {
+                    return Err(Error::Other(format!(
+                        "the workload process failed: {}",
+                        c.error()
+                    )))
+                }
                 _ => {}
             }
-            if STOP.load(Ordering::SeqCst) {
+            if crate::signals::stop_requested() {
                 return Err(Error::Other("stopped by a signal during population".into()));
             }
             if let Some(status) = self.try_wait() {
-                return Err(Error::Other(format!("the workload process ended during population ({status})")));
+                return Err(Error::Other(format!(
+                    "the workload process ended during population ({status})"
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -122,7 +141,10 @@ impl Child {
         if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 {
             Ok(())
         } else {
-            Err(Error::Other(format!("the workload process {}", describe(st))))
+            Err(Error::Other(format!(
+                "the workload process {}",
+                describe(st)
+            )))
         }
     }
 }

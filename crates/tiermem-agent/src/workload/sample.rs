@@ -44,7 +44,13 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(fs: HostFs, cfg: &SimConfig, workload: usize, proc_dir: String, regions: Vec<MappedRegion>) -> Self {
+    pub fn new(
+        fs: HostFs,
+        cfg: &SimConfig,
+        workload: usize,
+        proc_dir: String,
+        regions: Vec<MappedRegion>,
+    ) -> Self {
         let nr_nodes = cfg.machine.nodes.len();
         let mut header = base_columns(nr_nodes);
         let (extra, names): (Vec<_>, Vec<_>) = extra_columns(cfg).into_iter().unzip();
@@ -86,7 +92,10 @@ impl Sampler {
             .and_then(|t| parse_scan_seq(&t));
         let mut ksm = BTreeMap::new();
         for &f in tiermem_core::timeline::KSM_TIMELINE_FILES {
-            if let Ok(Some(v)) = self.fs.read_u64_opt(&format!("{}/{f}", crate::host::KSM_DIR)) {
+            if let Ok(Some(v)) = self
+                .fs
+                .read_u64_opt(&format!("{}/{f}", crate::host::KSM_DIR))
+            {
                 ksm.insert(f.to_string(), v);
             }
         }
@@ -108,9 +117,17 @@ impl Sampler {
     /// the workload's cumulative count.
     pub fn row(&self, time_s: f64, throughput: f64, accesses: u64, r: &Reading) -> String {
         let base = self.baseline.as_ref();
-        let mut cells: Vec<String> = vec![format!("{time_s:.6}"), format!("{throughput:.1}"), String::new()];
+        let mut cells: Vec<String> = vec![
+            format!("{time_s:.6}"),
+            format!("{throughput:.1}"),
+            String::new(),
+        ];
         for n in 0..self.nr_nodes {
-            let used: u64 = r.regions.iter().map(|h| h.get(n).copied().unwrap_or(0)).sum();
+            let used: u64 = r
+                .regions
+                .iter()
+                .map(|h| h.get(n).copied().unwrap_or(0))
+                .sum();
             for what in NODE_COLUMNS {
                 cells.push(match *what {
                     "used_pages" => used.to_string(),
@@ -154,7 +171,9 @@ impl Sampler {
                         _ => String::new(),
                     }
                 }
-                ExtraColumn::Accesses { workload } if workload == self.workload => accesses.to_string(),
+                ExtraColumn::Accesses { workload } if workload == self.workload => {
+                    accesses.to_string()
+                }
                 _ => String::new(),
             });
         }
@@ -222,7 +241,8 @@ mod tests {
             addr: 0x5555_0000_0000,
             len: 1 << 20,
         }];
-        let maps = "555500000000 default anon=200 dirty=200 active=0 N0=150 N1=50 kernelpagesize_kB=4\n\
+        let maps =
+            "555500000000 default anon=200 dirty=200 active=0 N0=150 N1=50 kernelpagesize_kB=4\n\
                     555500080000 bind:1 anon=56 dirty=56 N1=56 kernelpagesize_kB=4\n\
                     7f0000000000 default file=/usr/lib/x mapped=3 N0=3 kernelpagesize_kB=4\n";
         let h = region_nodes(maps, &m, 2);

@@ -21,7 +21,10 @@ pub enum CheckSpec {
     /// The column's value at the end of the recording (a count).
     Final { column: String },
     /// The column's value at the given times (counts).
-    At { column: String, times: Vec<SimDuration> },
+    At {
+        column: String,
+        times: Vec<SimDuration>,
+    },
     /// When the column first exceeds `above` (an event time).
     First {
         column: String,
@@ -100,7 +103,12 @@ pub fn counts_pages(column: &str) -> bool {
         || column.ends_with(".accesses")
         || matches!(
             column,
-            "ksm_full_scans" | "ksm_stable_node_chains" | "ksm_stable_node_dups" | "oom_kill" | "pageoutrun" | "allocstall_movable"
+            "ksm_full_scans"
+                | "ksm_stable_node_chains"
+                | "ksm_stable_node_dups"
+                | "oom_kill"
+                | "pageoutrun"
+                | "allocstall_movable"
         ))
 }
 
@@ -155,7 +163,12 @@ fn missing(check: String, which: &str, column: &str) -> CheckResult {
 }
 
 /// Evaluate one check.
-pub fn evaluate(spec: &CheckSpec, kernel: &Timeline, sim: &Timeline, tol: &Tolerances) -> Vec<CheckResult> {
+pub fn evaluate(
+    spec: &CheckSpec,
+    kernel: &Timeline,
+    sim: &Timeline,
+    tol: &Tolerances,
+) -> Vec<CheckResult> {
     let col = spec.columns().remove(0);
     let (ks, ss) = match (kernel.series(&col), sim.series(&col)) {
         (Some(k), Some(s)) => (k, s),
@@ -177,7 +190,13 @@ pub fn evaluate(spec: &CheckSpec, kernel: &Timeline, sim: &Timeline, tol: &Toler
                 .iter()
                 .map(|t| {
                     let t = t.secs_f64();
-                    count_row_in(format!("{column} at {t} s"), at(&ks, t), at(&ss, t), tol, counts_pages(column))
+                    count_row_in(
+                        format!("{column} at {t} s"),
+                        at(&ks, t),
+                        at(&ss, t),
+                        tol,
+                        counts_pages(column),
+                    )
                 })
                 .collect()
         }
@@ -201,7 +220,10 @@ pub fn evaluate(spec: &CheckSpec, kernel: &Timeline, sim: &Timeline, tol: &Toler
                 pass: (s - k).abs() <= allowed.max(0.5),
             }]
         }
-        CheckSpec::Bursts { column, min_rate_share } => {
+        CheckSpec::Bursts {
+            column,
+            min_rate_share,
+        } => {
             let share = min_rate_share.unwrap_or(0.5);
             let kb = bursts(&with_origin(ks), end, share, tol.time_s);
             let sb = bursts(&with_origin(ss), end, share, tol.time_s);
@@ -313,7 +335,13 @@ fn passes(s: &[(f64, f64)]) -> Vec<f64> {
     out
 }
 
-fn compare_events(column: &str, what: &str, k: &[Burst], s: &[Burst], tol: &Tolerances) -> Vec<CheckResult> {
+fn compare_events(
+    column: &str,
+    what: &str,
+    k: &[Burst],
+    s: &[Burst],
+    tol: &Tolerances,
+) -> Vec<CheckResult> {
     let mut out = vec![{
         let allowed = (tol.count_rel * k.len() as f64).max(1.0);
         CheckResult {
@@ -327,8 +355,18 @@ fn compare_events(column: &str, what: &str, k: &[Burst], s: &[Burst], tol: &Tole
     }];
     for (i, kb) in k.iter().enumerate() {
         let sb = s.get(i);
-        out.push(time_row(format!("{column} {what} {} start", i + 1), Some(kb.0), sb.map(|b| b.0), tol));
-        out.push(count_row(format!("{column} {what} {} size", i + 1), kb.1, sb.map_or(0.0, |b| b.1), tol));
+        out.push(time_row(
+            format!("{column} {what} {} start", i + 1),
+            Some(kb.0),
+            sb.map(|b| b.0),
+            tol,
+        ));
+        out.push(count_row(
+            format!("{column} {what} {} size", i + 1),
+            kb.1,
+            sb.map_or(0.0, |b| b.1),
+            tol,
+        ));
     }
     out
 }
@@ -363,18 +401,36 @@ mod tests {
         // A rate-limited promotion: 100 pages in the first second of each 3 s.
         let k = tl("time_s,c\n0,0\n1,100\n2,100\n3,100\n4,200\n5,200\n6,200\n");
         let s = tl("time_s,c\n1,100\n2,100\n3,100\n4,100\n5,200\n6,200\n");
-        let r = evaluate(&CheckSpec::Bursts { column: "c".into(), min_rate_share: None }, &k, &s, &TOL);
+        let r = evaluate(
+            &CheckSpec::Bursts {
+                column: "c".into(),
+                min_rate_share: None,
+            },
+            &k,
+            &s,
+            &TOL,
+        );
         assert_eq!(r[0].kernel, "2");
         assert!(r[0].pass);
         assert!(r[1].pass, "burst 1 starts at 0 in both");
-        assert!(!r[3].pass, "burst 2 starts 1 s later in the simulation: {r:?}");
+        assert!(
+            !r[3].pass,
+            "burst 2 starts 1 s later in the simulation: {r:?}"
+        );
     }
 
     #[test]
     fn scan_passes_compare_count_and_times() {
         let k = tl("time_s,app.numa_scan_seq\n0,0\n1,0\n2,1\n3,1\n4,2\n");
         let s = tl("time_s,app.numa_scan_seq\n1,0\n2,1\n3,1\n4,1\n");
-        let r = evaluate(&CheckSpec::ScanPasses { workload: "app".into() }, &k, &s, &TOL);
+        let r = evaluate(
+            &CheckSpec::ScanPasses {
+                workload: "app".into(),
+            },
+            &k,
+            &s,
+            &TOL,
+        );
         assert_eq!((r[0].kernel.as_str(), r[0].sim.as_str()), ("2", "1"));
         assert!(r[0].pass, "±1 pass");
         assert!(r[1].pass, "the first pass at 2 s in both");

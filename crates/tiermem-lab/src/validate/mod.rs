@@ -32,7 +32,10 @@ pub enum Error {
     #[error("{0}")]
     Sim(#[from] tiermem_sim::SimError),
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl Error {
@@ -138,7 +141,8 @@ impl Scenario {
         let origin = path.display().to_string();
         let (cfg, value) = SimConfig::from_file(&path)?;
         let spec: ValidateSpec = match value.get("validate") {
-            Some(v) => tiermem_core::config::typed(v.clone(), "validate").map_err(|e| e.in_file(&origin))?,
+            Some(v) => tiermem_core::config::typed(v.clone(), "validate")
+                .map_err(|e| e.in_file(&origin))?,
             None => ValidateSpec::default(),
         };
         let kernel_dir = match kernel_dir {
@@ -159,7 +163,10 @@ impl Scenario {
         let meta_path = kernel_dir.join("meta.json");
         let meta = match std::fs::read_to_string(&meta_path) {
             Ok(t) => Some(serde_json::from_str::<RecordingMeta>(&t).map_err(|e| {
-                Error::input(&meta_path.display().to_string(), format!("not a recording's meta.json: {e}"))
+                Error::input(
+                    &meta_path.display().to_string(),
+                    format!("not a recording's meta.json: {e}"),
+                )
             })?),
             Err(_) => None,
         };
@@ -200,7 +207,9 @@ impl Scenario {
                 .unwrap_or(0.0) as u64
                 * PAGE_SIZE;
             node.capacity = Bytes(rec.mem_total_bytes);
-            let in_use = rec.mem_total_bytes.saturating_sub(rec.mem_free_bytes_at_start);
+            let in_use = rec
+                .mem_total_bytes
+                .saturating_sub(rec.mem_free_bytes_at_start);
             node.reserved = Some(Bytes(in_use.saturating_sub(used)));
         }
         self.cfg.validate()?;
@@ -214,12 +223,20 @@ impl Scenario {
             .workloads
             .iter()
             .find_map(|w| match w {
-                WorkloadConfig::Synthetic(s) => Some((s.regions.iter().map(|r| r.pages()).sum::<u64>(), s)),
+                WorkloadConfig::Synthetic(s) => {
+                    Some((s.regions.iter().map(|r| r.pages()).sum::<u64>(), s))
+                }
                 _ => None,
             })
             .map_or((0, None), |(p, s)| (p, Some(s)));
         let populated: u64 = workload
-            .map(|s| s.regions.iter().filter(|r| r.populate).map(|r| r.pages()).sum())
+            .map(|s| {
+                s.regions
+                    .iter()
+                    .filter(|r| r.populate)
+                    .map(|r| r.pages())
+                    .sum()
+            })
             .unwrap_or(pages);
         let n = &self.cfg.kernel.numa;
         let scan_pages = ((n.scan_size_mb as u64) << 20) / PAGE_SIZE;
@@ -251,7 +268,11 @@ impl Scenario {
         }
         Ok(Outcome {
             name: self.name.clone(),
-            kernel_release: self.meta.as_ref().map(|m| m.kernel_release.clone()).unwrap_or_default(),
+            kernel_release: self
+                .meta
+                .as_ref()
+                .map(|m| m.kernel_release.clone())
+                .unwrap_or_default(),
             tolerances: tol,
             results,
             sim,

@@ -9,7 +9,10 @@ const H: u32 = 260;
 
 /// SVG text of the overlay (an empty string when there is nothing to plot).
 pub fn overlay(title: &str, kernel: &Timeline, sim: &Timeline, columns: &[String]) -> String {
-    let cols: Vec<&String> = columns.iter().filter(|c| kernel.column(c).is_some() || sim.column(c).is_some()).collect();
+    let cols: Vec<&String> = columns
+        .iter()
+        .filter(|c| kernel.column(c).is_some() || sim.column(c).is_some())
+        .collect();
     if cols.is_empty() {
         return String::new();
     }
@@ -17,7 +20,8 @@ pub fn overlay(title: &str, kernel: &Timeline, sim: &Timeline, columns: &[String
     let rows = cols.len().div_ceil(per_row);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (W * per_row as u32, H * rows as u32 + 30)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (W * per_row as u32, H * rows as u32 + 30))
+            .into_drawing_area();
         let _ = root.fill(&WHITE);
         let (head, body) = root.split_vertically(30);
         let _ = head.titled(
@@ -64,7 +68,12 @@ fn chart<'a>(
         c.draw_series(LineSeries::new(k, BLUE.stroke_width(2)))?;
     }
     if let Some(s) = s {
-        c.draw_series(DashedLineSeries::new(s, 6, 4, RGBColor(230, 120, 0).stroke_width(2)))?;
+        c.draw_series(DashedLineSeries::new(
+            s,
+            6,
+            4,
+            RGBColor(230, 120, 0).stroke_width(2),
+        ))?;
     }
     Ok(())
 }

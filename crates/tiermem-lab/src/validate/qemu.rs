@@ -23,7 +23,11 @@ pub fn args(m: &MachineConfig) -> Vec<String> {
     let mut next_cpu = 0;
     for n in &m.nodes {
         a.push("-object".into());
-        a.push(format!("memory-backend-ram,id=m{},size={}M", n.id, mib(n.capacity.0)));
+        a.push(format!(
+            "memory-backend-ram,id=m{},size={}M",
+            n.id,
+            mib(n.capacity.0)
+        ));
         let mut node = format!("node,nodeid={},memdev=m{}", n.id, n.id);
         if n.cpus > 0 {
             node.push_str(&format!(",cpus={}-{}", next_cpu, next_cpu + n.cpus - 1));
@@ -52,8 +56,13 @@ pub fn args(m: &MachineConfig) -> Vec<String> {
                 0.0
             };
             let lat = (t.read_latency.ns_f64() + remote).round().max(1.0) as u64;
-            let bw = (t.read_bandwidth.bytes_per_s() / (1u64 << 20) as f64).round().max(1.0) as u64;
-            for (kind, val) in [("access-latency", format!("latency={lat}")), ("access-bandwidth", format!("bandwidth={bw}M"))] {
+            let bw = (t.read_bandwidth.bytes_per_s() / (1u64 << 20) as f64)
+                .round()
+                .max(1.0) as u64;
+            for (kind, val) in [
+                ("access-latency", format!("latency={lat}")),
+                ("access-bandwidth", format!("bandwidth={bw}M")),
+            ] {
                 a.push("-numa".into());
                 a.push(format!(
                     "hmat-lb,initiator={},target={},hierarchy=memory,data-type={kind},{val}",
@@ -88,9 +97,15 @@ mod tests {
         let a = args(&m).join(" ");
         assert!(a.starts_with("-m 1536M -smp 2 "), "{a}");
         assert!(a.contains("-numa node,nodeid=0,memdev=m0,cpus=0-1"), "{a}");
-        assert!(a.contains("-numa node,nodeid=1,memdev=m1,initiator=0"), "{a}");
+        assert!(
+            a.contains("-numa node,nodeid=1,memdev=m1,initiator=0"),
+            "{a}"
+        );
         assert!(a.contains("-numa dist,src=0,dst=1,val=20"), "{a}");
         assert!(a.contains("hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=240"), "{a}");
-        assert!(a.contains("target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=20480M"), "{a}");
+        assert!(
+            a.contains("target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=20480M"),
+            "{a}"
+        );
     }
 }

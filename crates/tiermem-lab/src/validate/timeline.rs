@@ -19,7 +19,10 @@ impl Timeline {
             None => return Err(Error::input(origin, "empty timeline (no header)")),
         };
         if header.first().map(String::as_str) != Some("time_s") {
-            return Err(Error::input(origin, "line 1: the first column must be time_s"));
+            return Err(Error::input(
+                origin,
+                "line 1: the first column must be time_s",
+            ));
         }
         let mut rows = Vec::new();
         for (i, line) in lines {
@@ -30,7 +33,12 @@ impl Timeline {
             if cells.len() != header.len() {
                 return Err(Error::input(
                     origin,
-                    format!("line {}: {} cells, the header has {}", i + 1, cells.len(), header.len()),
+                    format!(
+                        "line {}: {} cells, the header has {}",
+                        i + 1,
+                        cells.len(),
+                        header.len()
+                    ),
                 ));
             }
             let row = cells
@@ -42,12 +50,18 @@ impl Timeline {
                         return Ok(None);
                     }
                     c.parse::<f64>().map(Some).map_err(|_| {
-                        Error::input(origin, format!("line {}: column {}: not a number: {c:?}", i + 1, header[j]))
+                        Error::input(
+                            origin,
+                            format!("line {}: column {}: not a number: {c:?}", i + 1, header[j]),
+                        )
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             if row[0].is_none() {
-                return Err(Error::input(origin, format!("line {}: empty time_s", i + 1)));
+                return Err(Error::input(
+                    origin,
+                    format!("line {}: empty time_s", i + 1),
+                ));
             }
             rows.push(row);
         }
@@ -115,8 +129,13 @@ mod tests {
         let a = t.series("a").unwrap();
         assert_eq!(at(&a, 1.5), 20.0);
         assert_eq!(at(&a, 9.0), 30.0);
-        let e = Timeline::parse("time_s,a\n0,x\n", "k.csv").unwrap_err().to_string();
-        assert!(e.contains("k.csv") && e.contains("line 2") && e.contains("column a"), "{e}");
+        let e = Timeline::parse("time_s,a\n0,x\n", "k.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("k.csv") && e.contains("line 2") && e.contains("column a"),
+            "{e}"
+        );
         assert!(Timeline::parse("a,b\n", "k.csv").is_err());
     }
 }

@@ -1,0 +1,169 @@
+//! The agent against a fake `/proc` + `/sys` tree (`--root`): every setting it changed is
+//! back after each signal that ends it, after kill -9 plus `--restore`, and a second agent
+//! on the same state file is refused while the first runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tiermem"))
+}
+
+/// The files the agent reads and the knobs it changes, with their host values.
+const KNOBS: [(&str, &str); 4] = [
+    ("proc/sys/kernel/numa_balancing", "0"),
+    ("sys/kernel/mm/numa/demotion_enabled", "false"),
+    ("sys/kernel/mm/ksm/run", "0"),
+    ("sys/kernel/mm/ksm/pages_to_scan", "100"),
+];
+
+fn fake_host(root: &Path) {
+    let files: &[(&str, &str)] = &[
+        ("proc/sys/kernel/osrelease", "6.12.117+deb12-amd64"),
+        ("sys/devices/system/node/online", "0-1"),
+        ("sys/devices/system/node/possible", "0-1"),
+        ("sys/devices/system/node/has_memory", "0-1"),
+        ("sys/devices/system/node/has_cpu", "0"),
+        ("sys/devices/system/node/node0/cpulist", "0-1"),
+        ("sys/devices/system/node/node1/cpulist", ""),
+        (
+            "sys/devices/system/node/node0/meminfo",
+            "Node 0 MemTotal: 1048576 kB\nNode 0 MemFree: 524288 kB",
+        ),
+        (
+            "sys/devices/system/node/node1/meminfo",
+            "Node 1 MemTotal: 1048576 kB\nNode 1 MemFree: 1000000 kB",
+        ),
+        ("sys/devices/system/node/node0/distance", "10 20"),
+        ("sys/devices/system/node/node1/distance", "20 10"),
+        (
+            "sys/devices/virtual/memory_tiering/memory_tier4/nodelist",
+            "0",
+        ),
+        (
+            "sys/devices/virtual/memory_tiering/memory_tier22/nodelist",
+            "1",
+        ),
+        ("sys/kernel/mm/ksm/merge_across_nodes", "1"),
+        ("sys/kernel/mm/ksm/sleep_millisecs", "20"),
+        ("sys/kernel/mm/ksm/pages_shared", "0"),
+        ("proc/vmstat", "pgpromote_success 0\npgdemote_kswapd 0"),
+        (
+            "proc/self/status",
+            "Name:\ttiermem\nCapEff:\t000001ffffffffff",
+        ),
+    ];
+    for (p, v) in files.iter().chain(KNOBS.iter()) {
+        let f = root.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, format!("{v}\n")).unwrap();
+    }
+}
+
+fn knob(root: &Path, p: &str) -> String {
+    std::fs::read_to_string(root.join(p))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn config(dir: &Path) -> PathBuf {
+    let c = dir.join("agent.toml");
+    std::fs::write(
+        &c,
+        "interval = \"50ms\"\n[numa_balancing]\nmode = \"tiering\"\ndemotion_enabled = true\n[ksm]\nrun = 1\npages_to_scan = 500\n",
+    )
+    .unwrap();
+    c
+}
+
+fn start(root: &Path, cfg: &Path, state: &Path) -> Child {
+    Command::new(bin())
+        .args(["agent", "--root"])
+        .arg(root)
+        .arg("--config")
+        .arg(cfg)
+        .arg("--state-file")
+        .arg(state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait until the agent applied its plan (every knob changed).
+fn wait_applied(root: &Path, child: &mut Child) {
+    let t0 = Instant::now();
+    while KNOBS.iter().any(|(p, v)| knob(root, p) == *v) {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("agent exited early ({st}): {err}");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the agent did not apply its plan"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_restored(root: &Path, state: &Path) {
+    for (p, v) in KNOBS {
+        assert_eq!(knob(root, p), v, "{p} restored");
+    }
+    assert!(!state.exists(), "state file removed after a full restore");
+}
+
+#[test]
+fn every_stopping_signal_restores_every_setting() {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        fake_host(&root);
+        let (cfg, state) = (config(d.path()), d.path().join("agent.state"));
+        let mut child = start(&root, &cfg, &state);
+        wait_applied(&root, &mut child);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "signal {sig}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_restored(&root, &state);
+    }
+}
+
+#[test]
+fn a_second_agent_is_refused_and_kill_9_is_undone_by_restore() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fake_host(&root);
+    let (cfg, state) = (config(d.path()), d.path().join("agent.state"));
+    let mut first = start(&root, &cfg, &state);
+    wait_applied(&root, &mut first);
+    let second = start(&root, &cfg, &state).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", first.id())),
+        "names the holder: {err}"
+    );
+    // The first agent's knobs are untouched by the refused one.
+    assert_eq!(knob(&root, KNOBS[0].0), "2");
+    first.kill().unwrap(); // SIGKILL: nothing restored
+    first.wait().unwrap();
+    assert_eq!(knob(&root, KNOBS[0].0), "2");
+    let o = Command::new(bin())
+        .args(["agent", "--restore", "--root"])
+        .arg(&root)
+        .arg("--state-file")
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_restored(&root, &state);
+}
