@@ -198,20 +198,39 @@ pub fn cgroup_kpath(p: &Path) -> Result<String, String> {
     Ok(out)
 }
 
+/// The largest node or CPU id a list may name: Linux's `MAX_NUMNODES` is at most 1024 and
+/// `NR_CPUS` at most 8192, so anything larger is a typo or an attack on the expansion
+/// (`0-4000000000` would be 16 GB of ids).
+pub const MAX_LIST_ID: u32 = 65_535;
+
 /// Parse a kernel node list (`0-1,4`, as in `nodelist`, `cpulist`, `has_cpu`).
 pub fn parse_list(s: &str) -> Result<Vec<u32>, String> {
+    let id = |t: &str| -> Result<u32, String> {
+        let v: u32 = t.trim().parse().map_err(|_| format!("bad list {s:?}"))?;
+        if v > MAX_LIST_ID {
+            return Err(format!(
+                "id {v} in list {s:?} is out of range (at most {MAX_LIST_ID})"
+            ));
+        }
+        Ok(v)
+    };
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let a: u32 = a.trim().parse().map_err(|_| format!("bad list {s:?}"))?;
-                let b: u32 = b.trim().parse().map_err(|_| format!("bad list {s:?}"))?;
+                let (a, b) = (id(a)?, id(b)?);
                 if b < a {
                     return Err(format!("bad range in list {s:?}"));
                 }
                 out.extend(a..=b);
             }
-            None => out.push(part.trim().parse().map_err(|_| format!("bad list {s:?}"))?),
+            None => out.push(id(part)?),
+        }
+        if out.len() > MAX_LIST_ID as usize + 1 {
+            return Err(format!(
+                "list {s:?} names more than {} ids",
+                MAX_LIST_ID as usize + 1
+            ));
         }
     }
     Ok(out)
@@ -315,6 +334,14 @@ mod tests {
         assert_eq!(format_list(&[5, 0, 1, 2]), "0-2,5");
         assert!(parse_list("3-1").is_err());
         assert!(parse_list("x").is_err());
+        // A huge id or range is refused, not expanded.
+        assert!(parse_list("0-4000000000")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(parse_list("4294967295").is_err());
+        assert!(parse_list(&"0-65535,".repeat(3))
+            .unwrap_err()
+            .contains("more than"));
     }
 
     #[test]

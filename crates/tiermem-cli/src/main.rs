@@ -33,6 +33,16 @@ struct Cli {
     /// Log filter (e.g. `info`, `tiermem_sim=debug`); logs go to stderr.
     #[arg(long, global = true, default_value = "warn", value_parser = parse_log_filter)]
     log: String,
+    /// The most host memory one simulation may take (e.g. `8GiB`); a config that needs more
+    /// is refused before anything is allocated. Default: the host's available memory.
+    #[arg(long, global = true, value_parser = parse_max_memory)]
+    max_memory: Option<u64>,
+}
+
+fn parse_max_memory(s: &str) -> Result<u64, String> {
+    tiermem_core::units::parse_bytes(s)
+        .map(|b| b.0)
+        .map_err(|e| format!("{e} (e.g. 8GiB)"))
 }
 
 /// A `--log` value must be a valid `tracing` filter: a typo is an error (exit code 2), not a
@@ -207,6 +217,7 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    tiermem_sim::budget::set_limit(cli.max_memory);
     let r = match cli.cmd {
         Cmd::Sim {
             config,
@@ -422,7 +433,14 @@ fn cmd_sim(
     let (mut cfg, value) = SimConfig::from_file(config).map_err(input)?;
     tiermem_sim::apply_overrides(&mut cfg, seed, duration).map_err(sim_failure)?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
+    let mut sim = Simulation::new(&cfg)
+        .map_err(|e| match e {
+            tiermem_sim::SimError::Config(c) => {
+                tiermem_sim::SimError::Config(c.in_file(&config.display().to_string()))
+            }
+            e => e,
+        })
+        .map_err(sim_failure)?;
     let (res, wall) = run_with_progress(
         &mut sim,
         &format!("simulating {}", config.display()),

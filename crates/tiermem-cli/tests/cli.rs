@@ -271,3 +271,45 @@ fn agent_bad_config_is_exit_2_before_touching_the_host() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Configs that would crash or exhaust the host are refused up front (exit 2, file, key,
+/// the estimate and the limit), not aborted on an allocation or an assertion.
+#[test]
+fn configs_too_large_for_the_host_are_refused_with_the_estimate() {
+    // 17 workloads of 4096 processes: more processes than the simulator can number.
+    let mut many = String::from("machine = \"small\"\nduration = \"10ms\"\n");
+    for _ in 0..17 {
+        many.push_str("[[workloads]]\ntype = \"pmbench\"\nmapsize = \"4KiB\"\nprocesses = 4096\n");
+    }
+    assert_bad(&many, "processes");
+    // 64 processes of 1 TiB each: 2 GiB of page tables each, over a 1 GiB limit.
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(
+        d.path(),
+        "huge.toml",
+        "machine = \"small\"\nduration = \"10ms\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"1TiB\"\nprocesses = 64\n",
+    );
+    let o = Command::new(bin())
+        .args(["--max-memory", "1GiB", "sim"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(d.path().join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("huge.toml")
+            && err.contains("workloads")
+            && err.contains("over the limit of 1.0 GiB"),
+        "{err}"
+    );
+    // exec with a node id that would expand to billions of ids.
+    let o = Command::new(bin())
+        .args(["exec", "--nodes", "0-4000000000", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("out of range"), "{err}");
+}

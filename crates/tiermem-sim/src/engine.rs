@@ -263,7 +263,9 @@ impl Simulation {
         let topo = Topology::new(&cfg.machine)?;
         let nn = topo.nr_nodes();
         let curves = topo.nodes.iter().map(|n| n.curve).collect();
+        let budget = crate::budget::Budget::from_limit(&topo);
         let mut kernel = Kernel::new(topo, cfg.kernel.clone(), mix_seed(cfg.seed, 0xFFFF, 1));
+        kernel.budget = budget;
         let topo_copy = kernel.topo.clone();
         let specs = workload::build(cfg, &topo_copy, &mut kernel)?;
         if cfg

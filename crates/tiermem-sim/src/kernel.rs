@@ -17,6 +17,7 @@ use tiermem_core::mempolicy::MemPolicy;
 use tiermem_core::topology::Topology;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SIZE};
 use tiermem_core::watermarks::{Watermarks, ZONE_MOVABLE};
+use tiermem_core::ConfigError;
 
 /// `SWAP_CLUSTER_MAX`.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -200,6 +201,8 @@ pub struct Kernel {
     pub wi: WeightTable,
     /// `mbind` calls scheduled for later.
     pub pending_mbinds: Vec<crate::mempolicy::PendingMbind>,
+    /// Host memory the page tables may still take.
+    pub budget: crate::budget::Budget,
 }
 
 /// `NUMA_BALANCING_MEMORY_TIERING`.
@@ -221,6 +224,7 @@ impl Kernel {
         });
         let wi = boot_weight_table(&topo, &cfg);
         Kernel {
+            budget: crate::budget::Budget::from_limit(&topo),
             wi,
             pending_mbinds: Vec::new(),
             topo,
@@ -285,9 +289,23 @@ impl Kernel {
         cpu_node: NodeId,
         policy: MemPolicy,
         vmas: Vec<(String, u32, Option<MemPolicy>)>,
-    ) -> u16 {
+    ) -> Result<u16, ConfigError> {
         let id = self.procs.len();
-        assert!(id < OWNER_KSM as usize, "too many processes");
+        // Frame owners are 16-bit, with two values reserved (free, KSM).
+        if id >= OWNER_KSM as usize {
+            return Err(ConfigError::invalid(
+                "workloads",
+                format!("more than {} processes in all (process {name})", OWNER_KSM),
+            ));
+        }
+        let pages: u64 = vmas.iter().map(|v| v.1 as u64).sum();
+        if pages > u32::MAX as u64 / 2 {
+            return Err(ConfigError::invalid(
+                "workloads",
+                format!("process {name} maps {pages} pages, over the simulator's 2^31 per process"),
+            ));
+        }
+        self.budget.add_process(&name, pages)?;
         let mut total = 0u32;
         let mut addr = 0x5555_0000_0000u64;
         let mut out = Vec::new();
@@ -314,7 +332,7 @@ impl Kernel {
             il: IlCursor::default(),
         });
         self.ksm_add_process(id as u16);
-        id as u16
+        Ok(id as u16)
     }
 
     // --- Page allocator -----------------------------------------------------------------

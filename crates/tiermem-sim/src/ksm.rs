@@ -1329,12 +1329,14 @@ mod tests {
             nodes: vec![NodeId(node)],
             ..Default::default()
         };
-        let p = k.add_process(
-            format!("g{node}"),
-            NodeId(node),
-            policy,
-            vec![("ram".into(), contents.len() as u32, None)],
-        );
+        let p = k
+            .add_process(
+                format!("g{node}"),
+                NodeId(node),
+                policy,
+                vec![("ram".into(), contents.len() as u32, None)],
+            )
+            .unwrap();
         for (vpn, &c) in contents.iter().enumerate() {
             k.ksm_set_content(p, vpn as u32, c);
             k.handle_fault(p, vpn as u32, false, NodeId(node), SimTime::ZERO)

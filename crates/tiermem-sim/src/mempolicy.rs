@@ -469,6 +469,7 @@ mod tests {
             policy,
             vec![("m".into(), PAGES, None)],
         )
+        .unwrap()
     }
 
     /// Seed 002's eatmem check: 5:1 puts exactly 1/6 on the second node, 9:1 exactly 1/10,

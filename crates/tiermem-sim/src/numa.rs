@@ -656,12 +656,14 @@ mod tests {
 
     /// A process running on `cpu` with pages `[0, n)`; page i placed on `place(i)`.
     fn process(k: &mut Kernel, cpu: u8, n: u32, place: impl Fn(u32) -> u8) -> (u16, usize) {
-        let p = k.add_process(
-            "p".into(),
-            NodeId(cpu),
-            MemPolicy::default(),
-            vec![("m".into(), n, None)],
-        );
+        let p = k
+            .add_process(
+                "p".into(),
+                NodeId(cpu),
+                MemPolicy::default(),
+                vec![("m".into(), n, None)],
+            )
+            .unwrap();
         for i in 0..n {
             let node = place(i);
             k.procs[p as usize].policy = MemPolicy::new(PolicyMode::Bind, vec![NodeId(node)]);

@@ -92,7 +92,7 @@ pub fn build(
     cpu: NodeId,
     default_cpu_per_access: SimDuration,
     kernel: &mut Kernel,
-) -> Vec<ThreadSpec> {
+) -> Result<Vec<ThreadSpec>, tiermem_core::ConfigError> {
     let name = s.name.clone().unwrap_or_else(|| format!("synthetic{wi}"));
     let image = process_image(s.threads);
     let vmas = s
@@ -101,7 +101,7 @@ pub fn build(
         .map(|r| (r.name.clone(), r.pages() as u32, r.place.clone()))
         .chain(image.iter().map(|v| (v.name.to_string(), v.pages, None)))
         .collect();
-    let proc = kernel.add_process(name, cpu, s.policy.clone(), vmas);
+    let proc = kernel.add_process(name, cpu, s.policy.clone(), vmas)?;
     populate_image(&image, s.regions.len(), proc, cpu, kernel);
     place_regions(s, wi, proc, cpu, kernel);
     let mut threads = vec![spec(
@@ -137,7 +137,7 @@ pub fn build(
         t.pace = pace;
         threads.push(t);
     }
-    threads
+    Ok(threads)
 }
 
 fn spec(

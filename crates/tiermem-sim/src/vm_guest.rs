@@ -161,7 +161,7 @@ pub fn build(
     topo: &Topology,
     kernel: &mut Kernel,
     barrier_groups: &mut usize,
-) -> Vec<ThreadSpec> {
+) -> Result<Vec<ThreadSpec>, tiermem_core::ConfigError> {
     let name = g.name.clone().unwrap_or_else(|| format!("vm{wi}"));
     let pages = g.guest_mem.pages_ceil().0 as u32;
     let mut threads = Vec::new();
@@ -185,7 +185,7 @@ pub fn build(
             node,
             policy,
             vec![("guest-ram".into(), pages, None)],
-        );
+        )?;
         match g.merge {
             MergeMode::Madvise => {
                 let _ = kernel.ksm_madvise_mergeable(proc, 0);
@@ -301,7 +301,7 @@ pub fn build(
         probe.run_duration = Some(g.probe_duration);
         threads.push(probe);
     }
-    threads
+    Ok(threads)
 }
 
 /// One guest's probe result.

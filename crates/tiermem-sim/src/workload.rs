@@ -644,7 +644,7 @@ pub fn build(
                         cpu,
                         p.policy.clone(),
                         vec![("map".into(), pages, None)],
-                    );
+                    )?;
                     for t in 0..p.threads {
                         threads.push(ThreadSpec {
                             workload: wi,
@@ -677,7 +677,7 @@ pub fn build(
                         ("b".into(), pages, None),
                         ("c".into(), pages, None),
                     ],
-                );
+                )?;
                 prepare_regions(kernel, proc, &s.mbind, s.populate);
                 let group = barrier_groups;
                 barrier_groups += 1;
@@ -710,7 +710,7 @@ pub fn build(
                 if m.latency_thread {
                     vmas.push(("latbuf".into(), lat_pages, None));
                 }
-                let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas);
+                let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas)?;
                 prepare_regions(kernel, proc, &m.mbind, m.populate);
                 let group = barrier_groups;
                 barrier_groups += 1;
@@ -767,7 +767,7 @@ pub fn build(
                     p.rss.pages_ceil().0 as u32,
                     (p.cpu_per_access, p.start, None),
                     Generator::Parsec(crate::damon_workloads::ParsecGen::new(p)),
-                ));
+                )?);
             }
             WorkloadConfig::Hotregions(h) => {
                 let name = h.name.clone().unwrap_or_else(|| format!("hotregions{wi}"));
@@ -779,7 +779,7 @@ pub fn build(
                     h.size.pages_ceil().0 as u32,
                     (h.cpu_per_access, h.start, h.duration),
                     Generator::HotRegions(crate::damon_workloads::HotRegionsGen::new(h)),
-                ));
+                )?);
             }
             WorkloadConfig::VmGuest(g) => threads.extend(crate::vm_guest::build(
                 g,
@@ -788,7 +788,7 @@ pub fn build(
                 topo,
                 kernel,
                 &mut barrier_groups,
-            )),
+            )?),
             WorkloadConfig::Xsbench(x) => {
                 let name = x.name.clone().unwrap_or_else(|| format!("xsbench{wi}"));
                 let cpu = x.cpu_node.unwrap_or(first_cpu);
@@ -803,7 +803,7 @@ pub fn build(
                         ("index".into(), pages[1], None),
                         ("nuclide".into(), pages[2], None),
                     ],
-                );
+                )?;
                 prepare_regions(kernel, proc, &x.mbind, x.populate);
                 let base = [0, pages[0], pages[0] + pages[1]];
                 let layout = std::sync::Arc::new(crate::xsbench::XsLayout::new(x, base));
@@ -839,7 +839,7 @@ pub fn build(
                 s.cpu_node.unwrap_or(first_cpu),
                 topo.cpu_per_access,
                 kernel,
-            )),
+            )?),
             WorkloadConfig::Trace(t) => {
                 let name = t.name.clone().unwrap_or_else(|| format!("trace{wi}"));
                 let cpu = t.cpu_node.unwrap_or(first_cpu);
@@ -858,7 +858,7 @@ pub fn build(
                         .map(|(i, r)| (format!("range{i}"), (r.end - r.first) as u32, None))
                         .collect();
                     let proc =
-                        kernel.add_process(format!("{name}.{pi}"), cpu, t.policy.clone(), vmas);
+                        kernel.add_process(format!("{name}.{pi}"), cpu, t.policy.clone(), vmas)?;
                     for &tt in &trace_threads {
                         threads.push(ThreadSpec {
                             workload: wi,
@@ -1032,14 +1032,14 @@ fn damon_workload_thread(
     pages: u32,
     timing: (SimDuration, SimDuration, Option<SimDuration>),
     generator: Generator,
-) -> ThreadSpec {
+) -> Result<ThreadSpec, crate::SimError> {
     let proc = kernel.add_process(
         name,
         cpu,
         Default::default(),
         crate::damon_workloads::vmas(pages),
-    );
-    ThreadSpec {
+    )?;
+    Ok(ThreadSpec {
         workload,
         proc,
         cpu_node: cpu,
@@ -1053,7 +1053,7 @@ fn damon_workload_thread(
         generator,
         latency_probe: false,
         pace: None,
-    }
+    })
 }
 
 /// Compute each workload's result from its threads' reports and barrier release times.
