@@ -120,6 +120,7 @@ pub fn run(cmd: TraceCmd) -> Result<(), Failure> {
                 return Err(input("--access-size: within 1..4096"));
             }
             let name = inp.display().to_string();
+            refuse_same_file(&inp, &output)?;
             let (reader, len): (Box<dyn Read>, Option<u64>) = if inp == Path::new("-") {
                 (Box::new(std::io::stdin().lock()), None)
             } else {
@@ -240,8 +241,26 @@ pub fn run(cmd: TraceCmd) -> Result<(), Failure> {
     }
 }
 
-/// Create `output`, run `f` with a writer on it, finish the trace. A failed import removes
-/// the partial output.
+/// `trace import IN OUT` with OUT the same file as IN (or a link to it) would destroy the
+/// input: refused before either is opened.
+fn refuse_same_file(inp: &Path, output: &Path) -> Result<(), Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(a), Ok(b)) = (std::fs::metadata(inp), std::fs::metadata(output)) else {
+        return Ok(());
+    };
+    if a.dev() == b.dev() && a.ino() == b.ino() {
+        return Err(input(format!(
+            "{}: the output is the input file; write the trace elsewhere",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Write the trace to a new temporary file beside `output` (created exclusively, so never
+/// through a link), run `f` with a writer on it, finish the trace, then rename it over
+/// `output`: a failed import leaves `output` as it was, and a link at `output` is replaced,
+/// not followed.
 fn import_to(
     output: &Path,
     unit: TimeUnit,
@@ -251,10 +270,24 @@ fn import_to(
     ) -> Result<ImportStats, TraceError>,
 ) -> Result<(ImportStats, tiermem_trace::Footer), Failure> {
     let oname = output.display().to_string();
-    let file = std::fs::File::create(output).map_err(|e| Failure {
-        code: 1,
-        err: anyhow::anyhow!("{oname}: {e}"),
-    })?;
+    let tmp = {
+        let mut name = std::ffi::OsString::from(".");
+        name.push(
+            output
+                .file_name()
+                .unwrap_or_else(|| std::ffi::OsStr::new("trace")),
+        );
+        name.push(format!(".{}.tmp", std::process::id()));
+        output.with_file_name(name)
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Failure {
+            code: 1,
+            err: anyhow::anyhow!("{}: {e}", tmp.display()),
+        })?;
     let mut w = TraceWriter::with_name(
         std::io::BufWriter::with_capacity(1 << 20, file),
         unit,
@@ -263,10 +296,18 @@ fn import_to(
     )
     .map_err(trace_failure)?;
     let r = f(&mut w).and_then(|st| w.finish().map(|footer| (st, footer)));
+    let r = r.map_err(trace_failure).and_then(|ok| {
+        std::fs::rename(&tmp, output)
+            .map(|()| ok)
+            .map_err(|e| Failure {
+                code: 1,
+                err: anyhow::anyhow!("cannot rename {} to {oname}: {e}", tmp.display()),
+            })
+    });
     if r.is_err() {
-        let _ = std::fs::remove_file(output);
+        let _ = std::fs::remove_file(&tmp);
     }
-    r.map_err(trace_failure)
+    r
 }
 
 fn report_import(output: &Path, st: &ImportStats, footer: &tiermem_trace::Footer, secs: f64) {

@@ -325,3 +325,105 @@ fn record_hashsort_under_valgrind_and_replay_with_and_without_tiering() {
     // Each full pass replays the trace's accesses exactly.
     assert!(w0["accesses"].as_u64().unwrap() >= accesses);
 }
+
+/// A trace that cannot be read to its end, or that gives no accesses, fails the replay
+/// with exit code 2 and the file (and offset), not a run of zero accesses with exit 0.
+#[test]
+fn corrupt_or_empty_traces_fail_the_replay() {
+    let d = tempfile::tempdir().unwrap();
+    let txt = d.path().join("lackey.txt");
+    std::fs::write(&txt, lackey_text()).unwrap();
+    let tmt = d.path().join("t.tmt");
+    ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "lackey",
+        s(&txt),
+        s(&tmt),
+    ]));
+    // Flip bytes in the middle of the first chunk (its zstd frame has a checksum).
+    let mut bytes = std::fs::read(&tmt).unwrap();
+    let mid = bytes.len() / 3;
+    for b in &mut bytes[mid..mid + 8] {
+        *b ^= 0x5a;
+    }
+    let bad_tmt = d.path().join("corrupt.tmt");
+    std::fs::write(&bad_tmt, &bytes).unwrap();
+    let cfg = d.path().join("replay.toml");
+    std::fs::write(&cfg, replay_config(&bad_tmt, 0, "")).unwrap();
+    bad(
+        &tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o1"))]),
+        "corrupt.tmt",
+    );
+    // Truncated: the footer is gone.
+    std::fs::write(&bad_tmt, &bytes[..bytes.len() / 2]).unwrap();
+    bad(
+        &tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o2"))]),
+        "corrupt.tmt",
+    );
+    // An empty trace replays nothing: an error, not a silent zero.
+    let empty_txt = d.path().join("empty.txt");
+    std::fs::write(&empty_txt, "==7== Lackey\n").unwrap();
+    let empty = d.path().join("empty.tmt");
+    ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "lackey",
+        s(&empty_txt),
+        s(&empty),
+    ]));
+    std::fs::write(&cfg, replay_config(&empty, 0, "")).unwrap();
+    bad(
+        &tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o3"))]),
+        "no accesses",
+    );
+}
+
+/// `trace import` never destroys its input or writes through a link at its output.
+#[test]
+fn import_refuses_its_input_as_output_and_replaces_links() {
+    let d = tempfile::tempdir().unwrap();
+    let txt = d.path().join("lackey.txt");
+    let text = lackey_text();
+    std::fs::write(&txt, &text).unwrap();
+    bad(
+        &tiermem(&["trace", "import", "--format", "lackey", s(&txt), s(&txt)]),
+        "the output is the input",
+    );
+    assert_eq!(std::fs::read_to_string(&txt).unwrap(), text, "input intact");
+    let link = d.path().join("link.tmt");
+    std::os::unix::fs::symlink(&txt, &link).unwrap();
+    bad(
+        &tiermem(&["trace", "import", "--format", "lackey", s(&txt), s(&link)]),
+        "the output is the input",
+    );
+    // A link to another file is replaced by the trace; its target is untouched.
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let link2 = d.path().join("out.tmt");
+    std::os::unix::fs::symlink(&victim, &link2).unwrap();
+    ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "lackey",
+        s(&txt),
+        s(&link2),
+    ]));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert!(!std::fs::symlink_metadata(&link2)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // A failed import leaves no temporary file behind.
+    let names: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.to_string_lossy().ends_with(".tmp")),
+        "{names:?}"
+    );
+}

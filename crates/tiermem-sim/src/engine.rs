@@ -435,6 +435,13 @@ impl Simulation {
             }
         }
         progress(self.progress(end));
+        for th in &mut self.threads {
+            if let crate::workload::Generator::Trace(g) = &mut th.gen {
+                if let Some(e) = g.take_failure() {
+                    return Err(SimError::Trace(e));
+                }
+            }
+        }
         Ok(self.finish())
     }
 

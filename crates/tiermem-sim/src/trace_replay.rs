@@ -99,7 +99,7 @@ pub struct TraceGen {
     /// Records replayed by this thread.
     pub replayed: u64,
     /// A read error that ended the replay.
-    pub error: Option<String>,
+    error: Option<TraceError>,
 }
 
 impl TraceGen {
@@ -140,9 +140,28 @@ impl TraceGen {
 
     fn fail(&mut self, e: TraceError) -> Step {
         tracing::error!("trace replay stopped: {e}");
-        self.error = Some(e.to_string());
+        self.error = Some(e);
         self.done = true;
         Step::Done
+    }
+
+    /// Why this replay failed, if it did: a read or decode error (with the file and the
+    /// offset), or a trace that ran out without giving this thread a single access. A
+    /// replay the run ended before it started is not a failure.
+    pub fn take_failure(&mut self) -> Option<TraceError> {
+        if let Some(e) = self.error.take() {
+            return Some(e);
+        }
+        (self.done && self.started && self.replayed == 0).then(|| {
+            let path = self.layout.path.display().to_string();
+            TraceError::invalid(
+                &path,
+                match self.thread {
+                    Some(t) => format!("the trace has no accesses of thread {t}"),
+                    None => "the trace has no accesses".into(),
+                },
+            )
+        })
     }
 
     #[inline]

@@ -227,21 +227,49 @@ impl SplitMix {
     }
 }
 
-/// Read a damo JSON or zlib-compressed JSON document (detected from its first byte).
-pub fn read_document<R: Read>(mut input: R, name: &str) -> Result<Value, TraceError> {
+/// The largest damo document read, before and after zlib decompression: a day-long record
+/// of a large process is tens of MiB of JSON, so a bigger one is a mistake or a zip bomb.
+pub const MAX_DOCUMENT_BYTES: u64 = 1 << 30;
+
+/// Sampling intervals an import may expand a record into (each one 24 bytes while the
+/// records are ordered): 16 Mi intervals are 4.6 hours of 1 ms sampling.
+pub const MAX_SAMPLING_INTERVALS: u64 = 1 << 24;
+
+/// Read a damo JSON or zlib-compressed JSON document (detected from its first byte), at
+/// most [`MAX_DOCUMENT_BYTES`] either way.
+pub fn read_document<R: Read>(input: R, name: &str) -> Result<Value, TraceError> {
+    let too_big = |what: &str| {
+        TraceError::invalid(
+            name,
+            format!(
+                "{what} is larger than {} MiB: not a damo record this tool reads",
+                MAX_DOCUMENT_BYTES >> 20
+            ),
+        )
+    };
     let mut data = Vec::new();
-    input.read_to_end(&mut data).map_err(|e| TraceError::Read {
-        path: name.to_string(),
-        source: e,
-    })?;
+    input
+        .take(MAX_DOCUMENT_BYTES + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| TraceError::Read {
+            path: name.to_string(),
+            source: e,
+        })?;
+    if data.len() as u64 > MAX_DOCUMENT_BYTES {
+        return Err(too_big("the file"));
+    }
     let first = data.iter().copied().find(|c| !c.is_ascii_whitespace());
     let text = match first {
         Some(b'[') | Some(b'{') => data,
         Some(0x78) if data[0] == 0x78 => {
             let mut out = Vec::new();
             flate2::read::ZlibDecoder::new(&data[..])
+                .take(MAX_DOCUMENT_BYTES + 1)
                 .read_to_end(&mut out)
                 .map_err(|e| TraceError::invalid(name, format!("json_compressed: bad zlib data: {e}")))?;
+            if out.len() as u64 > MAX_DOCUMENT_BYTES {
+                return Err(too_big("the decompressed document"));
+            }
             out
         }
         _ => {
@@ -281,10 +309,12 @@ pub fn import<R: Read, W: Write>(
     for (ti, t) in targets.iter().enumerate() {
         for (si, s) in t.snapshots.iter().enumerate() {
             let n = ((s.end_ns - s.start_ns) / t.sample_ns.max(1)).max(1);
-            if slots.len() as u64 + n > 1 << 28 {
+            if slots.len() as u64 + n > MAX_SAMPLING_INTERVALS {
                 return Err(TraceError::invalid(
                     name,
-                    "too many sampling intervals (more than 2^28)",
+                    format!(
+                        "the snapshots span more than {MAX_SAMPLING_INTERVALS} sampling intervals (records[{ti}].snapshots[{si}] alone has {n}): a longer record than this importer expands; import a shorter part"
+                    ),
                 ));
             }
             let per: f64 = s
@@ -402,6 +432,28 @@ mod tests {
         let huge = DOC.replace("\"8388608\"", "\"140000000000000\"");
         let e = run(huge.as_bytes(), DamoOptions::default()).err().unwrap();
         assert!(e.to_string().contains("lower the damo scale"), "{e}");
+    }
+
+    #[test]
+    fn small_records_cannot_ask_for_huge_memory() {
+        // A record of a few hundred bytes whose snapshot spans 10^12 sampling intervals
+        // with no accesses: refused before the intervals are laid out.
+        let rec = br#"[{"intervals": {"sample": 1000, "aggr": 1000},
+            "snapshots": [{"start_time": 0, "end_time": 1000000000000000,
+            "regions": [{"start": 4096, "end": 8192, "nr_accesses": 0}]}]}]"#;
+        let e = run(rec, DamoOptions::default()).err().unwrap().to_string();
+        assert!(e.contains("sampling intervals"), "{e}");
+        // A zlib bomb: 2 GiB of spaces in a few MiB, cut off at the cap.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        let block = vec![b' '; 1 << 20];
+        for _ in 0..(MAX_DOCUMENT_BYTES >> 20) + 1 {
+            z.write_all(&block).unwrap();
+        }
+        let e = run(&z.finish().unwrap(), DamoOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("decompressed document is larger"), "{e}");
     }
 
     proptest::proptest! {
