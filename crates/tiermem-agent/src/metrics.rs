@@ -41,30 +41,87 @@ impl Snapshot {
     }
 }
 
-/// Bind first (so a busy port is an error before anything is changed), then serve.
+/// Connections served at once; more get `503` at once (a scrape retries).
+pub const MAX_CONNECTIONS: usize = 16;
+/// How long a client may take to send its request, and to take the response.
+pub const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// The longest request head read (Prometheus sends a few hundred bytes).
+const MAX_REQUEST_BYTES: usize = 8 << 10;
+
+/// Bind first (so a busy port is an error before anything is changed), then serve: each
+/// connection on its own thread (at most [`MAX_CONNECTIONS`]), with [`CLIENT_TIMEOUT`] for
+/// reading the request and writing the response, so an idle or slow client never stalls
+/// another scrape.
 pub fn serve(listen: &str, snap: Snapshot) -> Result<std::net::SocketAddr, Error> {
     let l = TcpListener::bind(listen)
         .map_err(|e| Error::Other(format!("metrics: cannot listen on {listen}: {e}")))?;
     let addr = l.local_addr().map_err(|e| Error::Other(e.to_string()))?;
+    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("tiermem-metrics".into())
         .spawn(move || {
+            use std::sync::atomic::Ordering::SeqCst;
             for conn in l.incoming() {
                 let Ok(mut c) = conn else { continue };
-                let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-                let mut buf = [0u8; 1024];
-                let _ = c.read(&mut buf);
-                let body = snap.get();
-                let _ = write!(
-                    c,
-                    "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n{}",
-                    body.len(),
-                    body
-                );
+                let _ = c.set_read_timeout(Some(CLIENT_TIMEOUT));
+                let _ = c.set_write_timeout(Some(CLIENT_TIMEOUT));
+                if active.fetch_add(1, SeqCst) >= MAX_CONNECTIONS {
+                    active.fetch_sub(1, SeqCst);
+                    let _ = respond(&mut c, "503 Service Unavailable", "too many connections\n");
+                    continue;
+                }
+                let (snap, done) = (snap.clone(), active.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("tiermem-metrics-conn".into())
+                    .spawn(move || {
+                        let _ = handle(&mut c, &snap);
+                        done.fetch_sub(1, SeqCst);
+                    });
+                if spawned.is_err() {
+                    // The closure (and its decrement) never ran.
+                    active.fetch_sub(1, SeqCst);
+                }
             }
         })
         .map_err(|e| Error::Other(format!("metrics thread: {e}")))?;
     Ok(addr)
+}
+
+/// One request: `GET /metrics` (or `/`) gets the snapshot, anything else an error status.
+fn handle(c: &mut std::net::TcpStream, snap: &Snapshot) -> std::io::Result<()> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = c.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+        if head.len() > MAX_REQUEST_BYTES {
+            return respond(
+                c,
+                "431 Request Header Fields Too Large",
+                "request too large\n",
+            );
+        }
+    }
+    let line = String::from_utf8_lossy(&head);
+    let mut parts = line.split_whitespace();
+    match (parts.next(), parts.next()) {
+        (Some("GET"), Some(path)) if path == "/metrics" || path == "/" => {
+            respond(c, "200 OK", &snap.get())
+        }
+        (Some("GET"), Some(_)) => respond(c, "404 Not Found", "the metrics are at /metrics\n"),
+        _ => respond(c, "405 Method Not Allowed", "GET /metrics\n"),
+    }
+}
+
+fn respond(c: &mut std::net::TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+    write!(
+        c,
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 /// CPU time (user + system) of this process, in seconds (`getrusage(RUSAGE_SELF)`).
@@ -99,112 +156,180 @@ pub struct MetricsInput<'a> {
 /// Render the exposition text.
 pub fn render(fs: &HostFs, inp: &MetricsInput) -> String {
     let mut o = String::new();
-    // Node usage per tier.
     if let Ok(nodes) = crate::host::read_nodes(fs) {
         let tiers = crate::host::read_tiers(fs).unwrap_or_default();
-        let _ = writeln!(o, "# HELP tiermem_node_memory_bytes Node memory (MemTotal/MemFree of nodeN/meminfo).\n# TYPE tiermem_node_memory_bytes gauge");
+        let mut rows = Vec::new();
         for n in &nodes {
             let tier = tiers
                 .iter()
                 .find(|t| t.nodes.contains(&n.id))
                 .map(|t| t.id.to_string())
                 .unwrap_or_else(|| "none".into());
-            let _ = writeln!(
-                o,
-                "tiermem_node_memory_bytes{{node=\"{}\",tier=\"{tier}\",kind=\"total\"}} {}",
-                n.id, n.mem_total_bytes
-            );
-            let _ = writeln!(
-                o,
-                "tiermem_node_memory_bytes{{node=\"{}\",tier=\"{tier}\",kind=\"free\"}} {}",
-                n.id, n.mem_free_bytes
-            );
-            let _ = writeln!(
-                o,
-                "tiermem_node_memory_bytes{{node=\"{}\",tier=\"{tier}\",kind=\"used\"}} {}",
-                n.id,
-                n.mem_total_bytes.saturating_sub(n.mem_free_bytes)
-            );
-        }
-    }
-    if let Ok(Some(v)) = fs.read_opt("/proc/vmstat") {
-        let _ = writeln!(o, "# HELP tiermem_vmstat_total Kernel promotion/demotion/migration counters from /proc/vmstat (pages).\n# TYPE tiermem_vmstat_total counter");
-        for (k, v) in parse_vmstat(&v) {
-            if VMSTAT_COUNTERS.contains(&k.as_str()) {
-                let _ = writeln!(o, "tiermem_vmstat_total{{counter=\"{k}\"}} {v}");
+            for (kind, v) in [
+                ("total", n.mem_total_bytes),
+                ("free", n.mem_free_bytes),
+                ("used", n.mem_total_bytes.saturating_sub(n.mem_free_bytes)),
+            ] {
+                rows.push((
+                    format!("node=\"{}\",tier=\"{tier}\",kind=\"{kind}\"", n.id),
+                    v.to_string(),
+                ));
             }
         }
+        family(
+            &mut o,
+            "tiermem_node_memory_bytes",
+            "gauge",
+            "Node memory (MemTotal/MemFree of nodeN/meminfo).",
+            &rows,
+        );
+    }
+    if let Ok(Some(v)) = fs.read_opt("/proc/vmstat") {
+        let rows: Vec<_> = parse_vmstat(&v)
+            .into_iter()
+            .filter(|(k, _)| VMSTAT_COUNTERS.contains(&k.as_str()))
+            .map(|(k, v)| (format!("counter=\"{k}\""), v.to_string()))
+            .collect();
+        family(
+            &mut o,
+            "tiermem_vmstat_total",
+            "counter",
+            "Kernel promotion/demotion/migration counters from /proc/vmstat (pages).",
+            &rows,
+        );
     }
     if let Some(c) = inp.controller {
-        let _ = writeln!(o, "# HELP tiermem_controller_bytes_total User-space tiering controller decisions (bytes).\n# TYPE tiermem_controller_bytes_total counter");
-        for (k, v) in [
+        let rows: Vec<_> = [
             ("candidate", c.candidate_bytes),
             ("promoted", c.promoted_bytes),
             ("promote_failed", c.promote_failed_bytes),
             ("rate_limited", c.rate_limited_bytes),
             ("headroom_skipped", c.headroom_skipped_bytes),
             ("demoted", c.demoted_bytes),
-        ] {
-            let _ = writeln!(o, "tiermem_controller_bytes_total{{decision=\"{k}\"}} {v}");
-        }
-        let _ = writeln!(o, "# TYPE tiermem_controller_hot_threshold_permil gauge\ntiermem_controller_hot_threshold_permil {}", c.threshold_permil);
-        let _ = writeln!(o, "# TYPE tiermem_controller_threshold_adjustments_total counter\ntiermem_controller_threshold_adjustments_total {}", c.threshold_adjustments);
-        let _ = writeln!(o, "# TYPE tiermem_controller_demote_quota_exceeded_total counter\ntiermem_controller_demote_quota_exceeded_total {}", c.demote_quota_exceeded);
-        let _ = writeln!(o, "# HELP tiermem_damon_regions DAMON regions of the controller's targets in the last tick.\n# TYPE tiermem_damon_regions gauge");
-        let _ = writeln!(
-            o,
-            "tiermem_damon_regions{{class=\"hot\"}} {}",
-            c.hot_regions
+        ]
+        .iter()
+        .map(|(k, v)| (format!("decision=\"{k}\""), v.to_string()))
+        .collect();
+        family(
+            &mut o,
+            "tiermem_controller_bytes_total",
+            "counter",
+            "User-space tiering controller decisions (bytes).",
+            &rows,
         );
-        let _ = writeln!(
-            o,
-            "tiermem_damon_regions{{class=\"cold\"}} {}",
-            c.cold_regions
+        single(
+            &mut o,
+            "tiermem_controller_hot_threshold_permil",
+            "gauge",
+            "The controller's hot threshold (permil of the maximum access count).",
+            c.threshold_permil,
         );
-        let _ = writeln!(
-            o,
-            "# TYPE tiermem_damon_monitored_bytes gauge\ntiermem_damon_monitored_bytes {}",
-            c.monitored_bytes
+        single(
+            &mut o,
+            "tiermem_controller_threshold_adjustments_total",
+            "counter",
+            "Automatic hot-threshold adjustments.",
+            c.threshold_adjustments,
+        );
+        single(
+            &mut o,
+            "tiermem_controller_demote_quota_exceeded_total",
+            "counter",
+            "Demotion intervals that used up the demotion quota.",
+            c.demote_quota_exceeded,
+        );
+        let rows = vec![
+            ("class=\"hot\"".to_string(), c.hot_regions.to_string()),
+            ("class=\"cold\"".to_string(), c.cold_regions.to_string()),
+        ];
+        family(
+            &mut o,
+            "tiermem_damon_regions",
+            "gauge",
+            "DAMON regions of the controller's targets in the last tick.",
+            &rows,
+        );
+        single(
+            &mut o,
+            "tiermem_damon_monitored_bytes",
+            "gauge",
+            "Bytes DAMON monitors for the controller.",
+            c.monitored_bytes,
         );
     }
-    let _ = writeln!(
-        o,
-        "# TYPE tiermem_targets gauge\ntiermem_targets {}",
-        inp.targets
+    single(
+        &mut o,
+        "tiermem_targets",
+        "gauge",
+        "Processes the controller manages.",
+        inp.targets,
     );
     if !inp.schemes.is_empty() {
-        let _ = writeln!(o, "# HELP tiermem_damos_bytes_total DAMOS scheme statistics of the agent's kdamonds.\n# TYPE tiermem_damos_bytes_total counter");
+        let mut bytes = Vec::new();
+        let mut exceeds = Vec::new();
         for (p, s, st) in inp.schemes {
-            let _ = writeln!(
-                o,
-                "tiermem_damos_bytes_total{{kdamond=\"{p}\",scheme=\"{s}\",stat=\"tried\"}} {}",
-                st.sz_tried
-            );
-            let _ = writeln!(
-                o,
-                "tiermem_damos_bytes_total{{kdamond=\"{p}\",scheme=\"{s}\",stat=\"applied\"}} {}",
-                st.sz_applied
-            );
-            let _ = writeln!(
-                o,
-                "tiermem_damos_quota_exceeds_total{{kdamond=\"{p}\",scheme=\"{s}\"}} {}",
-                st.qt_exceeds
-            );
+            let l = format!("kdamond=\"{}\",scheme=\"{s}\"", escape_label(p));
+            bytes.push((format!("{l},stat=\"tried\""), st.sz_tried.to_string()));
+            bytes.push((format!("{l},stat=\"applied\""), st.sz_applied.to_string()));
+            exceeds.push((l, st.qt_exceeds.to_string()));
         }
+        family(
+            &mut o,
+            "tiermem_damos_bytes_total",
+            "counter",
+            "DAMOS scheme statistics of the agent's kdamonds.",
+            &bytes,
+        );
+        family(
+            &mut o,
+            "tiermem_damos_quota_exceeds_total",
+            "counter",
+            "Times a DAMOS scheme's quota was exceeded.",
+            &exceeds,
+        );
     }
-    let _ = writeln!(o, "# TYPE tiermem_cgroup_reclaimed_bytes_total counter\ntiermem_cgroup_reclaimed_bytes_total {}", inp.cgroup_reclaimed_bytes);
-    let _ = writeln!(o, "# HELP tiermem_agent_cpu_seconds_total CPU time of the agent itself.\n# TYPE tiermem_agent_cpu_seconds_total counter");
-    let _ = writeln!(
-        o,
-        "tiermem_agent_cpu_seconds_total {:.6}",
-        self_cpu_seconds()
+    single(
+        &mut o,
+        "tiermem_cgroup_reclaimed_bytes_total",
+        "counter",
+        "Bytes asked of cgroups' memory.reclaim.",
+        inp.cgroup_reclaimed_bytes,
     );
-    let _ = writeln!(
-        o,
-        "# TYPE tiermem_agent_ticks_total counter\ntiermem_agent_ticks_total {}",
-        inp.ticks
+    single(
+        &mut o,
+        "tiermem_agent_cpu_seconds_total",
+        "counter",
+        "CPU time of the agent itself.",
+        format!("{:.6}", self_cpu_seconds()),
+    );
+    single(
+        &mut o,
+        "tiermem_agent_ticks_total",
+        "counter",
+        "Iterations of the agent's loop.",
+        inp.ticks,
     );
     o
+}
+
+/// One metric family: HELP, TYPE, then its samples (`labels` without braces).
+fn family(o: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, String)]) {
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    for (labels, v) in rows {
+        let _ = writeln!(o, "{name}{{{labels}}} {v}");
+    }
+}
+
+/// A family of one unlabelled sample.
+fn single(o: &mut String, name: &str, kind: &str, help: &str, v: impl std::fmt::Display) {
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+}
+
+/// A label value as the exposition format wants it (backslash, quote and newline escaped).
+fn escape_label(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -238,6 +363,93 @@ mod tests {
         assert!(s.contains("tiermem_vmstat_total{counter=\"pgpromote_success\"} 0"));
         assert!(s.contains("tiermem_controller_bytes_total{decision=\"promoted\"} 8192"));
         assert!(s.contains("tiermem_agent_cpu_seconds_total"));
+    }
+
+    /// The rendered text is valid Prometheus exposition: every family has HELP and TYPE
+    /// once, before its samples, and appears in one block; checked by `promtool check
+    /// metrics` as well when it is installed (CI installs Debian's `prometheus`).
+    #[test]
+    fn exposition_is_valid_for_prometheus() {
+        let t = crate::host::fake_two_node();
+        let c = ControllerStats::default();
+        let st = crate::damon::SchemeStats::default();
+        let schemes = vec![
+            ("tiering-1".to_string(), 0usize, st),
+            ("own \"x\"".to_string(), 1, st),
+        ];
+        let s = render(
+            &t.fs(),
+            &MetricsInput {
+                controller: Some(&c),
+                targets: 1,
+                schemes: &schemes,
+                cgroup_reclaimed_bytes: 0,
+                ticks: 3,
+            },
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        let mut current = String::new();
+        for line in s.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap().to_string();
+                assert!(seen.insert(name.clone()), "family {name} twice");
+                current = name;
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                assert!(
+                    rest.starts_with(&format!("{current} ")),
+                    "TYPE without HELP: {line}"
+                );
+            } else {
+                let name = line.split(['{', ' ']).next().unwrap();
+                assert_eq!(name, current, "sample outside its family: {line}");
+                let v = line.rsplit(' ').next().unwrap();
+                assert!(v.parse::<f64>().is_ok(), "value of {line}");
+            }
+        }
+        let Ok(mut p) = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+        else {
+            eprintln!("promtool not installed: checked by the built-in rules only");
+            return;
+        };
+        p.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        let out = p.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}{}\n{s}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// An idle client holding a connection open does not stall a scrape.
+    #[test]
+    fn an_idle_connection_does_not_block_a_scrape() {
+        let snap = Snapshot::default();
+        snap.set("tiermem_up 1\n".into());
+        let addr = serve("127.0.0.1:0", snap).unwrap();
+        let _idle = std::net::TcpStream::connect(addr).unwrap();
+        let t0 = std::time::Instant::now();
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        assert!(s.ends_with("tiermem_up 1\n"), "{s}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t0.elapsed()
+        );
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(b"POST /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        assert!(s.starts_with("HTTP/1.0 405"), "{s}");
     }
 
     #[test]
