@@ -510,6 +510,19 @@ def test_unknown_key_raises_config_error(native):
         tiermem.simulate({"machine": "small", "workloads": [{"type": "pmbench", "mapsiz": "1GiB"}]})
 
 
+def test_hostile_overrides_raise_config_error_not_a_crash(native):
+    # A path thousands of keys deep used to build tables nested deep enough to overflow
+    # the stack (a segfault of the interpreter).
+    deep = ".".join(["a"] * 100_000)
+    with pytest.raises(tiermem.ConfigError, match="deeper than"):
+        tiermem.simulate(SMALL_PMBENCH, overrides={deep: 1})
+    # A config asking for more host memory than allowed: refused with the estimate.
+    huge = {"machine": "small", "duration": "10ms",
+            "workloads": [{"type": "pmbench", "mapsize": "1TiB", "processes": 4096}]}
+    with pytest.raises(tiermem.ConfigError, match="host memory"):
+        tiermem.simulate(huge)
+
+
 def test_native_metadata(native):
     assert "small" in tiermem.machine_presets()
     assert tiermem.__version__ == native.version()

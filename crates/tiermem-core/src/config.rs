@@ -1560,8 +1560,18 @@ pub enum PathPart {
     Index(usize),
 }
 
+/// The most steps a dotted path may have: a config is at most a handful of levels deep,
+/// and a path of thousands of keys would build tables nested deep enough to overflow the
+/// stack when they are read or dropped.
+pub const MAX_PATH_DEPTH: usize = 16;
+
 /// Split `a.b[2].c` into its steps.
 pub fn split_path(path: &str) -> Result<Vec<PathPart>, String> {
+    if path.split(['.', '[']).count() > MAX_PATH_DEPTH {
+        return Err(format!(
+            "deeper than {MAX_PATH_DEPTH} steps: no config key is nested that deep"
+        ));
+    }
     let mut out = Vec::new();
     for seg in path.split('.') {
         let (key, mut rest) = match seg.find('[') {
@@ -1654,6 +1664,16 @@ mod tests {
         assert_eq!(c.machine.name, "mine");
         let e = parse("machine = \"nope\"\n").unwrap_err();
         assert!(e.message.contains("available"));
+    }
+
+    #[test]
+    fn set_path_refuses_absurdly_deep_paths() {
+        let mut v = toml::Value::Table(Default::default());
+        let deep = vec!["a"; 100_000].join(".");
+        let e = set_path(&mut v, &deep, toml::Value::Integer(1)).unwrap_err();
+        assert!(e.to_string().contains("deeper than"), "{e}");
+        let deep_idx = format!("a{}", "[0]".repeat(1000));
+        assert!(set_path(&mut v, &deep_idx, toml::Value::Integer(1)).is_err());
     }
 
     #[test]

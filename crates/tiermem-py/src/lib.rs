@@ -45,6 +45,21 @@ fn parse_overrides(
         .collect()
 }
 
+/// Run `f`, turning a panic (a bug in tiermem) into a `RuntimeError` that says so, instead
+/// of pyo3's `PanicException` (a `BaseException` that `except Exception` does not catch).
+fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("unknown");
+        Err(PyRuntimeError::new_err(format!(
+            "internal error in tiermem (please report it): {what}"
+        )))
+    })
+}
+
 fn to_py_err(e: tiermem_sim::SimError) -> PyErr {
     if e.is_input_error() {
         ConfigError::new_err(e.to_string())
@@ -71,14 +86,16 @@ fn simulate_text(
     overrides: Option<Vec<(String, String)>>,
 ) -> PyResult<(String, String, String)> {
     // Only plain data crosses back to the GIL-holding side.
-    py.allow_threads(|| -> Result<_, tiermem_sim::SimError> {
-        let overrides = parse_overrides(origin, overrides)?;
-        let mut cfg = tiermem_sim::config_from_text(text, origin, &overrides)?;
-        tiermem_sim::apply_overrides(&mut cfg, seed, duration_s)?;
-        tiermem_sim::run_config(&cfg)
-            .map(|out| (out.summary_json, out.timeline_csv, out.resolved_config_json))
+    guarded(|| {
+        py.allow_threads(|| -> Result<_, tiermem_sim::SimError> {
+            let overrides = parse_overrides(origin, overrides)?;
+            let mut cfg = tiermem_sim::config_from_text(text, origin, &overrides)?;
+            tiermem_sim::apply_overrides(&mut cfg, seed, duration_s)?;
+            tiermem_sim::run_config(&cfg)
+                .map(|out| (out.summary_json, out.timeline_csv, out.resolved_config_json))
+        })
+        .map_err(to_py_err)
     })
-    .map_err(to_py_err)
 }
 
 /// Check a config without running it: parse, expand presets, apply `overrides` and
@@ -91,9 +108,12 @@ fn check_config(
     origin: &str,
     overrides: Option<Vec<(String, String)>>,
 ) -> PyResult<String> {
-    let overrides = parse_overrides(origin, overrides).map_err(to_py_err)?;
-    let cfg = tiermem_sim::config_from_text(text, origin, &overrides).map_err(to_py_err)?;
-    Ok(serde_json::to_string_pretty(&cfg).expect("config serialises"))
+    guarded(|| {
+        let overrides = parse_overrides(origin, overrides).map_err(to_py_err)?;
+        let cfg = tiermem_sim::config_from_text(text, origin, &overrides).map_err(to_py_err)?;
+        serde_json::to_string_pretty(&cfg)
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot serialise the config: {e}")))
+    })
 }
 
 /// The version of the tiermem crates this module was built from.
