@@ -18,6 +18,11 @@ if [[ "${CI:-}" == "true" || "${TIERMEM_SLOW:-}" == "1" ]]; then
       || echo "warning: promtool not installed; the metrics test uses its built-in rules only"
   fi
 fi
+if [[ ${#extra[@]} -gt 0 ]] && cargo clippy --version >/dev/null 2>&1; then
+  # unwrap/expect outside tests are denied in Cargo.toml ([workspace.lints]).
+  echo "==> cargo clippy (no unwrap/expect on input outside tests)"
+  cargo clippy --locked --workspace --lib --bins
+fi
 echo "==> cargo test"
 cargo test --release --locked "${extra[@]}"
 echo "==> pytest"

@@ -231,7 +231,9 @@ impl Controller {
             }
             let moving = &rest[..n];
             rest = &rest[n..];
-            *self.rl_budget.get_mut(&dst).expect("fast node") -= n as u64 * PAGE_SIZE;
+            if let Some(b) = self.rl_budget.get_mut(&dst) {
+                *b -= n as u64 * PAGE_SIZE;
+            }
             match ops.move_to(pid, moving, dst) {
                 Ok(st) => {
                     let ok = st.iter().filter(|&&s| s == dst as i32).count() as u64;

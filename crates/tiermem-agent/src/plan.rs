@@ -116,7 +116,12 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             WeightSource::Given => {
                 let mut m = BTreeMap::new();
                 for (k, &v) in &wi.weights {
-                    let n: u32 = k[4..].parse().expect("checked by the config");
+                    let Some(n) = k.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
+                        return Err(cfg_err(
+                            &format!("weighted_interleave.weights.{k}"),
+                            "keys are node<N>",
+                        ));
+                    };
                     if !fs.exists(&format!("{WI_DIR}/node{n}")) {
                         return Err(cfg_err(
                             &format!("weighted_interleave.weights.{k}"),
@@ -130,7 +135,9 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             WeightSource::Hmat => {
                 let mut bw = BTreeMap::new();
                 for &n in &mem_nodes {
-                    let node = h.nodes.iter().find(|x| x.id == n).expect("node listed");
+                    let Some(node) = h.nodes.iter().find(|x| x.id == n) else {
+                        continue;
+                    };
                     let a = node.access1.as_ref().filter(|a| {
                         a.read_bandwidth_mbps.unwrap_or(0) > 0
                             && a.write_bandwidth_mbps.unwrap_or(0) > 0

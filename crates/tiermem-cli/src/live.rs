@@ -62,6 +62,10 @@ fn input(key: &str, msg: String) -> Error {
     Error::Config(tiermem_core::ConfigError::invalid(key, msg))
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own types to JSON cannot fail"
+)]
 pub fn cmd_topology(a: TopologyArgs) -> Result<(), Error> {
     let h = tiermem_agent::host::read_host(&HostFs::new(a.root))?;
     if a.json {

@@ -209,6 +209,7 @@ fn sim_failure(e: tiermem_sim::SimError) -> Failure {
     }
 }
 
+#[allow(clippy::expect_used, reason = "parse_log_filter accepted this filter")]
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter =
@@ -303,6 +304,7 @@ fn main() -> ExitCode {
     }
 }
 
+#[allow(clippy::expect_used, reason = "a constant, valid template")]
 fn progress_bar(len: u64, what: &str) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
@@ -343,6 +345,10 @@ fn run_with_progress(
     Ok((res, wall))
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own types to JSON cannot fail"
+)]
 fn cmd_tune(
     config: &Path,
     metric: Option<String>,
@@ -424,6 +430,10 @@ fn write_file(path: &Path, body: &str) -> Result<(), Failure> {
         .map_err(Failure::from)
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own types to JSON cannot fail"
+)]
 fn cmd_sim(
     config: &Path,
     out: &Path,
@@ -592,6 +602,7 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
     }
 }
 
+#[allow(clippy::expect_used, reason = "the names come from the built-in list")]
 fn cmd_experiment(
     name: Option<String>,
     out: Option<PathBuf>,
@@ -736,6 +747,7 @@ fn proc_status_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
+#[allow(clippy::expect_used, reason = "a constant machine description")]
 fn cmd_bench(
     size: &str,
     duration: f64,
@@ -836,6 +848,10 @@ fn cmd_bench(
     Ok(())
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the names come from the built-in presets"
+)]
 fn cmd_presets(name: Option<String>) -> Result<(), Failure> {
     match name {
         None => {

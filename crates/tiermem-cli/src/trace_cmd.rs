@@ -103,6 +103,10 @@ fn trace_failure(e: TraceError) -> Failure {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own types to JSON cannot fail"
+)]
 pub fn run(cmd: TraceCmd) -> Result<(), Failure> {
     match cmd {
         TraceCmd::Import {

@@ -607,6 +607,7 @@ fn d_r_low() -> u64 {
 }
 
 impl Default for ReclaimParams {
+    #[allow(clippy::expect_used, reason = "the serde defaults of a built-in type")]
     fn default() -> Self {
         toml::from_str("").expect("defaults deserialize")
     }
@@ -666,6 +667,7 @@ fn d_l_low() -> u64 {
 }
 
 impl Default for LruSortParams {
+    #[allow(clippy::expect_used, reason = "the serde defaults of a built-in type")]
     fn default() -> Self {
         toml::from_str("").expect("defaults deserialize")
     }
@@ -734,6 +736,7 @@ fn d_tier_apply() -> u64 {
 }
 
 impl Default for TieringParams {
+    #[allow(clippy::expect_used, reason = "the serde defaults of a built-in type")]
     fn default() -> Self {
         toml::from_str("").expect("defaults deserialize")
     }

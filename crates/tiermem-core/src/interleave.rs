@@ -162,6 +162,7 @@ impl IlCursor {
     /// `alloc_pages_bulk_interleave`: each node of the mask (from the cursor on) gets
     /// `n / nodes` pages and the first `n mod nodes` of them one more. Returns (node, pages)
     /// in allocation order, assuming every page is allocated.
+    #[allow(clippy::expect_used, reason = "callers pass a non-empty node mask")]
     pub fn bulk_interleave(&mut self, mask: NodeMask, n: u64) -> Vec<(u32, u64)> {
         let nodes = mask.count_ones() as u64;
         if nodes == 0 || n == 0 {
@@ -192,6 +193,7 @@ impl IlCursor {
     /// (`il_prev`, `il_weight = w − delta`), otherwise the node after the last one
     /// with its full weight. Returns (node, pages) in allocation order, assuming every page
     /// is allocated.
+    #[allow(clippy::expect_used, reason = "callers pass a non-empty node mask")]
     pub fn bulk_weighted_interleave(
         &mut self,
         mask: NodeMask,

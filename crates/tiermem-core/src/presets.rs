@@ -23,6 +23,10 @@ pub fn machine_text(name: &str) -> Option<&'static str> {
 }
 
 /// The preset as a TOML value (the `[machine]` table).
+#[allow(
+    clippy::expect_used,
+    reason = "built-in presets are valid TOML (tested)"
+)]
 pub fn machine_value(name: &str) -> Option<toml::Value> {
     machine_text(name).map(|t| toml::from_str(t).expect("built-in presets are valid TOML"))
 }

@@ -236,6 +236,10 @@ pub struct Topology {
 
 impl Topology {
     /// Validate a machine config and compute tiers, demotion targets and zonelists.
+    #[allow(
+        clippy::expect_used,
+        reason = "Topology::new refuses a machine without a CPU node before this point"
+    )]
     pub fn new(cfg: &MachineConfig) -> Result<Topology, ConfigError> {
         let n = cfg.nodes.len();
         if n == 0 {
@@ -519,6 +523,10 @@ impl Topology {
     }
 
     /// The nearest node that has CPUs (the node a CPU-less node's memory is "local" to).
+    #[allow(
+        clippy::expect_used,
+        reason = "Topology::new refuses a machine without a CPU node"
+    )]
     pub fn nearest_cpu_node(&self, id: NodeId) -> NodeId {
         self.nodes
             .iter()

@@ -787,7 +787,8 @@ impl DamonCtx {
             let matched = match f.kind {
                 FilterType::Target => f.target_idx == Some(t as u32),
                 FilterType::Addr => {
-                    let a = f.addr.expect("validated");
+                    // Validation requires the range of an address filter.
+                    let Some(a) = f.addr else { continue };
                     let start = region::align_down(a.start, MIN_REGION_SZ);
                     let end = region::align_down(a.end, MIN_REGION_SZ);
                     let regions = &mut self.targets[t];

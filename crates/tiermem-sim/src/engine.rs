@@ -249,6 +249,10 @@ fn prefetch(slice: &[u64], idx: usize) {
     let _ = (slice, idx);
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "seeding a xoshiro from a SplitMix64 cannot fail"
+)]
 fn mix_seed(seed: u64, a: u64, b: u64) -> Xoshiro256PlusPlus {
     let mut sm = SplitMix64::seed_from_u64(
         seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F),

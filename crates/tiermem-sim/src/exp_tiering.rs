@@ -49,6 +49,10 @@ impl Job {
 
     /// The scaled config, with the kernel section given by `kernel` (TOML lines under
     /// `[kernel]`) and `numa` (extra lines under `[kernel.numa]`).
+    #[allow(
+        clippy::expect_used,
+        reason = "built-in experiment data (tested by every experiment run)"
+    )]
     fn config(self, numa_balancing: u32, numa: &str, extra_workloads: &str) -> toml::Value {
         let pmem_gib = 512 / self.scale as u64;
         let text = format!(

@@ -284,6 +284,10 @@ pub fn builtin(name: &str) -> Option<Experiment> {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "built-in experiment data (tested by every experiment run)"
+)]
 pub(crate) fn cfg_value(text: &str) -> toml::Value {
     resolve_toml(text, "<built-in>").expect("built-in experiment configs are valid")
 }
@@ -433,6 +437,10 @@ fn stream_placement() -> Experiment {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "built-in experiment data (tested by every experiment run)"
+)]
 fn machine_topology(preset: &str) -> Topology {
     let v = tiermem_core::presets::machine_value(preset).expect("preset exists");
     let m = tiermem_core::config::typed(v, "machine").expect("preset is valid");
@@ -703,6 +711,10 @@ pub fn metric(value: &serde_json::Value, path: &str) -> Option<f64> {
 
 /// Run every config on up to one thread per CPU, in any order; results come back in the
 /// configs' order. `progress(done, total, index)` is called as each run ends.
+#[allow(
+    clippy::expect_used,
+    reason = "every index below n is taken by one worker, which stores its run"
+)]
 pub fn run_all(
     configs: &[SimConfig],
     progress: &(dyn Fn(usize, usize, usize) + Sync),
@@ -726,7 +738,7 @@ pub fn run_all(
                     break;
                 }
                 let r = Simulation::new(&configs[i]).and_then(|mut sim| sim.run(&mut |_| {}));
-                *slots[i].lock().expect("no poisoned lock") = Some(r);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 progress(done.fetch_add(1, Ordering::SeqCst) + 1, n, i);
             });
         }
@@ -735,7 +747,7 @@ pub fn run_all(
         .into_iter()
         .map(|m| {
             m.into_inner()
-                .expect("no poisoned lock")
+                .unwrap_or_else(|e| e.into_inner())
                 .expect("every run ran")
         })
         .collect()
@@ -743,6 +755,10 @@ pub fn run_all(
 
 /// Run every variant (in parallel on the available cores, results in variant order) and
 /// write `results.json`, `report.md` and the per-variant files under `out`.
+#[allow(
+    clippy::expect_used,
+    reason = "a resolved config serialises (it was deserialised from TOML)"
+)]
 pub fn run(
     exp: &Experiment,
     out: &Path,
@@ -930,6 +946,10 @@ fn cross_variant_rows(exp: &Experiment, results: &mut Vec<VariantResult>) {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own result types cannot fail"
+)]
 fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Result<(), SimError> {
     let io = |p: PathBuf, e: std::io::Error| SimError::Io {
         path: p.display().to_string(),

@@ -167,6 +167,10 @@ pub fn seed_004_damon_reclaim(full: bool) -> Experiment {
 }
 
 /// The seed's directions as steps between variants, with the published change in per cent.
+#[allow(
+    clippy::expect_used,
+    reason = "built-in experiment data (tested by every experiment run)"
+)]
 fn steps() -> Vec<Step> {
     let published = |name: &str, metric: &str| {
         let row = PUBLISHED.iter().find(|p| p.0 == name).expect("variant");
@@ -199,6 +203,10 @@ fn steps() -> Vec<Step> {
     v
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "built-in experiment data (tested by every experiment run)"
+)]
 fn value(text: &str) -> toml::Value {
     tiermem_core::config::resolve_toml(text, "<built-in seed-004>")
         .expect("built-in experiment configs are valid")

@@ -552,6 +552,10 @@ impl Kernel {
     /// Handle a fault on a non-present PTE: a first-touch anonymous fault
     /// (`do_anonymous_page`) or a swap-in (`do_swap_page`). Returns the time the faulting
     /// thread spends in the kernel.
+    #[allow(
+        clippy::expect_used,
+        reason = "a zram or swap PTE exists only when that device is configured"
+    )]
     pub fn handle_fault(
         &mut self,
         p: u16,

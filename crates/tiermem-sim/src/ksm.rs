@@ -548,6 +548,10 @@ impl Kernel {
 
     /// `madvise(MADV_UNMERGEABLE)` on one VMA: break COW on every KSM page in it
     /// (`unmerge_ksm_pages`), drop its rmap items, clear VM_MERGEABLE. Returns the CPU time.
+    #[allow(
+        clippy::expect_used,
+        reason = "the caller checked that KSM is configured"
+    )]
     pub fn ksm_madvise_unmergeable(
         &mut self,
         p: u16,
@@ -624,6 +628,10 @@ impl Kernel {
         Ok(c)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "the caller checked that KSM is configured"
+    )]
     fn ksm_copy_on_write(
         &mut self,
         p: u16,
@@ -1196,6 +1204,10 @@ impl Kernel {
 
     /// `unmerge_and_remove_all_rmap_items`: break COW on every KSM and zero page of every
     /// enrolled mm, free all rmap items; mm slots stay enrolled.
+    #[allow(
+        clippy::expect_used,
+        reason = "the caller checked that KSM is configured"
+    )]
     fn ksm_unmerge_all(&mut self, now: SimTime) -> SimDuration {
         let Some(k) = self.ksm.as_ref() else {
             return SimDuration::ZERO;

@@ -112,6 +112,10 @@ pub fn config_from_text(
 }
 
 /// Run a validated config and collect its outputs as text.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own result types cannot fail"
+)]
 pub fn run_config(cfg: &SimConfig) -> Result<RunOutput, SimError> {
     let mut sim = engine::Simulation::new(cfg)?;
     let res = sim.run(&mut |_| {})?;

@@ -23,10 +23,18 @@ pub const MLC_SWEEP: [u8; 7] = [6, 8, 10, 12, 14, 16, 25];
 
 const STREAM_KEYS: [&str; 4] = ["copy", "scale", "add", "triad"];
 
+#[allow(
+    clippy::expect_used,
+    reason = "built-in experiment data (tested by every experiment run)"
+)]
 fn value(text: &str) -> toml::Value {
     resolve_toml(text, "<built-in seed-002>").expect("built-in experiment configs are valid")
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "built-in experiment data (tested by every experiment run)"
+)]
 fn topo(preset: &str) -> Topology {
     let v = tiermem_core::presets::machine_value(preset).expect("preset exists");
     let m = tiermem_core::config::typed(v, "machine").expect("preset is valid");

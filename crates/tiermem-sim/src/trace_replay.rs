@@ -180,6 +180,7 @@ impl TraceGen {
         Some(r.base + (page - r.first) as u32)
     }
 
+    #[allow(clippy::expect_used, reason = "the reader was opened just above")]
     pub fn next(&mut self, out: &mut Vec<Access>) -> Step {
         if self.done {
             return Step::Done;

@@ -120,6 +120,10 @@ pub fn with_weights(cfg: &SimConfig, weights: &[u8]) -> SimConfig {
 
 /// Run the sweep `k = 1..=max_weight` and the auto weights for workload `w` of `cfg`,
 /// maximising `metric` (a `summary.json` path such as `workloads[0].triad_mbps`).
+#[allow(
+    clippy::expect_used,
+    reason = "the auto candidate is always in the sweep"
+)]
 pub fn tune_weights(
     cfg: &SimConfig,
     w: usize,
@@ -169,6 +173,10 @@ pub fn tune_weights(
     })
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own result types cannot fail"
+)]
 fn run_parallel(
     configs: &[SimConfig],
     metric_path: &str,

@@ -97,7 +97,7 @@ pub fn import<R: Read, W: Write>(
         for rec in buf[..whole].chunks_exact(rs) {
             st.lines += 1;
             st.instructions += 1;
-            let u = |k: usize| u64::from_le_bytes(rec[k..k + 8].try_into().expect("8 bytes"));
+            let u = |k: usize| crate::format::le_u64(&rec[k..k + 8]);
             for s in 0..4 {
                 let a = u(32 + 8 * s);
                 if a != 0 {

@@ -410,7 +410,7 @@ impl<W: Write> TraceWriter<W> {
             path: self.name.clone(),
             source: e,
         };
-        let json = serde_json::to_vec(&footer).expect("footer serialises");
+        let json = serde_json::to_vec(&footer).map_err(|e| werr(std::io::Error::other(e)))?;
         let mut h = [0u8; 5];
         h[0] = b'E';
         h[1..5].copy_from_slice(&(json.len() as u32).to_le_bytes());
@@ -513,7 +513,7 @@ pub fn read_footer<R: Read + Seek>(r: &mut R, path: &str) -> Result<(Header, Foo
             "truncated: no end marker (was the import interrupted?)",
         ));
     }
-    let end = u64::from_le_bytes(t[..8].try_into().expect("8 bytes"));
+    let end = le_u64(&t[..8]);
     if end < HEADER_LEN as u64 || end + 5 > len - 16 {
         return Err(TraceError::offset(
             path,
@@ -524,7 +524,7 @@ pub fn read_footer<R: Read + Seek>(r: &mut R, path: &str) -> Result<(Header, Foo
     let mut e = [0u8; 5];
     r.seek(SeekFrom::Start(end)).map_err(rerr)?;
     r.read_exact(&mut e).map_err(rerr)?;
-    let flen = u32::from_le_bytes(e[1..5].try_into().expect("4 bytes"));
+    let flen = le_u32(&e[1..5]);
     if e[0] != b'E' || end + 5 + flen as u64 != len - 16 || flen > MAX_FOOTER {
         return Err(TraceError::offset(
             path,
@@ -703,9 +703,9 @@ impl<R: Read> TraceReader<R> {
         }
         let mut h = [0u8; 12];
         self.read_exact_at(&mut h, "a chunk header")?;
-        let n = u32::from_le_bytes(h[0..4].try_into().expect("4"));
-        let raw_len = u32::from_le_bytes(h[4..8].try_into().expect("4"));
-        let comp_len = u32::from_le_bytes(h[8..12].try_into().expect("4"));
+        let n = le_u32(&h[0..4]);
+        let raw_len = le_u32(&h[4..8]);
+        let comp_len = le_u32(&h[8..12]);
         if raw_len > MAX_CHUNK_RAW
             || comp_len as usize > zstd::zstd_safe::compress_bound(MAX_CHUNK_RAW as usize)
             || n == 0
@@ -828,6 +828,23 @@ impl<R: Read> TraceReader<R> {
 
 /// Test helper for the importers: run `import` into an in-memory trace of `unit`, then read
 /// every record back. The importer's own result comes back beside the records.
+/// A little-endian `u32` from a 4-byte field (a shorter slice reads zero-padded: the
+/// callers pass fixed-size fields, and a decoder must not panic on any input).
+pub(crate) fn le_u32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    let n = b.len().min(4);
+    a[..n].copy_from_slice(&b[..n]);
+    u32::from_le_bytes(a)
+}
+
+/// A little-endian `u64` from an 8-byte field (see [`le_u32`]).
+pub(crate) fn le_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    let n = b.len().min(8);
+    a[..n].copy_from_slice(&b[..n]);
+    u64::from_le_bytes(a)
+}
+
 #[cfg(test)]
 pub(crate) fn import_and_read<T>(
     unit: TimeUnit,
