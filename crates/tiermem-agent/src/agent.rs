@@ -63,7 +63,17 @@ pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, us
     }
     let mut tiering = Vec::new();
     if let Some(t) = &cfg.tiering {
-        for pid in plan::resolve_targets(fs, &t.targets) {
+        let pids = plan::resolve_targets(fs, &t.targets);
+        let room = crate::config::limits::MAX_KDAMONDS.saturating_sub(specs.len());
+        if pids.len() > room {
+            tracing::warn!(
+                targets = pids.len(),
+                managed = room,
+                "more tiering targets than kdamonds allowed ({}); the lowest pids are managed",
+                crate::config::limits::MAX_KDAMONDS
+            );
+        }
+        for pid in pids.into_iter().take(room) {
             tiering.push((pid, specs.len()));
             specs.push(KdamondSpec {
                 purpose: format!("tiering-{pid}"),

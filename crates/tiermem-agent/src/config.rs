@@ -634,12 +634,46 @@ impl AgentConfig {
             }
         }
         for (key, sel) in self.target_selectors() {
+            for (what, n) in [
+                ("pids", sel.pids.len()),
+                ("names", sel.names.len()),
+                ("cgroups", sel.cgroups.len()),
+            ] {
+                if n > limits::MAX_SELECTOR_ENTRIES {
+                    return Err(bad(
+                        format!("{key}.targets.{what}"),
+                        format!("{n} entries; at most {}", limits::MAX_SELECTOR_ENTRIES),
+                    ));
+                }
+            }
             for (i, c) in sel.cgroups.iter().enumerate() {
                 crate::fs::cgroup_kpath(c)
                     .map_err(|m| bad(format!("{key}.targets.cgroups[{i}]"), m))?;
             }
         }
+        if let Some(d) = &self.damon {
+            if d.schemes.len() > limits::MAX_SCHEMES {
+                return Err(bad(
+                    "damon.schemes",
+                    format!(
+                        "{} schemes; at most {}",
+                        d.schemes.len(),
+                        limits::MAX_SCHEMES
+                    ),
+                ));
+            }
+        }
         if let Some(r) = &self.reclaim {
+            if r.cgroups.len() > limits::MAX_RECLAIM_CGROUPS {
+                return Err(bad(
+                    "reclaim.cgroups",
+                    format!(
+                        "{} cgroups; at most {}",
+                        r.cgroups.len(),
+                        limits::MAX_RECLAIM_CGROUPS
+                    ),
+                ));
+            }
             for (i, c) in r.cgroups.iter().enumerate() {
                 crate::fs::cgroup_kpath(&c.path)
                     .map_err(|m| bad(format!("reclaim.cgroups[{i}].path"), m))?;
@@ -679,7 +713,31 @@ impl AgentConfig {
     }
 }
 
+/// Limits that keep one config from exhausting the host: every kdamond is a kernel thread
+/// with its own regions, and each target a process the agent walks every tick.
+pub mod limits {
+    /// kdamonds the agent runs at once (own, process reclaim, one per tiering target).
+    pub const MAX_KDAMONDS: usize = 32;
+    /// Explicit pids, name patterns and cgroups per target selector, each.
+    pub const MAX_SELECTOR_ENTRIES: usize = 256;
+    /// DAMOS schemes of the own kdamond.
+    pub const MAX_SCHEMES: usize = 32;
+    /// `max_nr_regions` of any monitoring context (DAMON's default is 1000).
+    pub const MAX_NR_REGIONS: u64 = 100_000;
+    /// cgroups written by proactive reclaim.
+    pub const MAX_RECLAIM_CGROUPS: usize = 256;
+}
+
 fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigError> {
+    if u64::from(a.max_nr_regions) > limits::MAX_NR_REGIONS {
+        return Err(ConfigError::invalid(
+            format!("{key}.max_nr_regions"),
+            format!(
+                "at most {} (each region is kernel memory and sampling work)",
+                limits::MAX_NR_REGIONS
+            ),
+        ));
+    }
     if a.sample_us == 0 {
         // The kernel takes 0 (sample as fast as possible); the agent's loop and the
         // controller's nr_accesses scale need a real interval.

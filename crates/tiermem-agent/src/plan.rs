@@ -370,6 +370,18 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
         }
     }
     if let Some(t) = &cfg.tiering {
+        // One kdamond per tiering target: refuse a selector that matches more processes
+        // than the host should run kdamonds for (a later match is capped, with a warning).
+        let n = resolve_targets(fs, &t.targets).len();
+        if n > crate::config::limits::MAX_KDAMONDS {
+            return Err(cfg_err(
+                "tiering.targets",
+                format!(
+                    "matches {n} processes; the agent runs one kdamond per tiering target, at most {} (narrow the selector)",
+                    crate::config::limits::MAX_KDAMONDS
+                ),
+            ));
+        }
         // The kernel's NUMA balancing would move the same pages (the config is checked
         // statically; here the host's current mode, when the config leaves it alone).
         let mode_set = cfg
@@ -1011,6 +1023,36 @@ mod tests {
         assert_eq!(t.get("/sys/kernel/mm/numa/demotion_enabled"), "false");
         assert_eq!(t.get("/sys/kernel/mm/ksm/sleep_millisecs"), "20");
         assert_eq!(t.get("/sys/kernel/mm/ksm/run"), "0");
+    }
+
+    /// A selector matching more processes than the host should run kdamonds for is refused
+    /// before anything is written; so are module parameters outside the known set.
+    #[test]
+    fn configs_that_would_exhaust_or_escape_are_refused() {
+        let t = fake_two_node();
+        for pid in 100..140 {
+            t.set(&format!("/proc/{pid}/comm"), "worker\n");
+        }
+        let e = plan_for(
+            "[numa_balancing]\nmode = \"disabled\"\n[tiering]\ntargets = { names = [\"work*\"] }\n",
+            &t,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("tiering.targets") && e.contains("40 processes"),
+            "{e}"
+        );
+        for key in [
+            "\"../../../../etc/passwd\"",
+            "kdamond_pid",
+            "nr_reclaimed_regions",
+        ] {
+            let e = plan_for(&format!("[damon_reclaim]\n{key} = 1\n"), &t)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("not a writable parameter"), "{key}: {e}");
+        }
     }
 
     #[test]
