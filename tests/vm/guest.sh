@@ -220,7 +220,7 @@ EOF
   [ -e /run/tiermem/s3.state ] && fail controller-exit "state file left behind"
 }
 
-# ---- 5. restore on SIGTERM, and --restore after kill -9 -------------------------------------
+# ---- 5. restore on SIGTERM, SIGINT, SIGHUP, SIGQUIT, and --restore after kill -9 -------------
 s5() {
   cat >/cfg/s5.toml <<EOF
 state_file = "/run/tiermem/s5.state"
@@ -246,7 +246,7 @@ ops = "paddr"
 [[damon.schemes]]
 action = "stat"
 EOF
-  for how in TERM KILL; do
+  for how in TERM INT HUP QUIT KILL; do
     snapshot >/tmp/before
     tiermem agent --config /cfg/s5.toml --log info 2>/tmp/s5.log &
     agent=$!
@@ -270,8 +270,8 @@ EOF
       fail "restore-$how" "only $changed settings changed"
     elif [ -e /run/tiermem/s5.state ]; then
       fail "restore-$how" "state file left behind"
-    elif [ $how = TERM ] && [ $rc != 0 ]; then
-      fail restore-TERM "exit $rc"
+    elif [ $how != KILL ] && [ $rc != 0 ]; then
+      fail "restore-$how" "exit $rc"
     else
       info "restore-$how: $changed settings changed and restored"
       pass "restore-$how"
