@@ -35,6 +35,12 @@ for d in "${dirs[@]}"; do
   cp "$d/scenario.toml" "$work/root/scenario/"
   [[ -f $d/setup.sh ]] && install -m 755 "$d/setup.sh" "$work/root/scenario/setup.sh"
   cp validation/guest-init.sh "$work/root/init"
+  # Modules a scenario's setup.sh may load (zram and the compressors it depends on; the
+  # guest has no modules.dep, so setup.sh loads them in order), decompressed for insmod.
+  mkdir -p "$work/root/modules"
+  for m in drivers/block/zram/zram lib/lz4/lz4_compress lib/lz4/lz4hc_compress; do
+    xz -dc "$CACHE"/kernel/lib/modules/*/kernel/$m.ko.xz > "$work/root/modules/$(basename $m).ko"
+  done
   vm_initrd "$work/root" "$work/initrd.gz"
   append="console=ttyS0 quiet panic=-1 numa_balancing=disable$trace"
   log "recording $name"

@@ -202,3 +202,18 @@ scenario("promote-3node","Promotion from two slow tiers on a 3-node machine (DRA
  wl([R("mid","48MiB",place='{ mode = "bind", nodes = [1] }',pattern="uniform",rate=100000),R("far","48MiB",place='{ mode = "bind", nodes = [2] }',pattern="uniform",rate=100000)]),
  "3 nodes: promotion from both lower tiers",
  checks(scan,final("pgpromote_success"),first("pgpromote_success"),exact("app.mid.N0"),exact("app.far.N0")), duration="30s")
+# 19 DAMON_RECLAIM paging cold memory out to zram
+ZRAM_SETUP = """#!/bin/sh
+# zram swap of the scenario's kernel.zram capacity (modules copied into the guest by
+# validation/record.sh; zsmalloc and lzo-rle are built in).
+for m in lz4_compress lz4hc_compress zram; do insmod /modules/$m.ko || exit 1; done
+echo lzo-rle > /sys/block/zram0/comp_algorithm
+echo $((512 << 20)) > /sys/block/zram0/disksize
+mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
+"""
+scenario("damon-reclaim-zram","DAMON_RECLAIM pages out memory idle for min_age (5 s) to a zram swap device, at most quota_sz (32 MiB) per second; the hot set stays.",M2,
+ "[kernel]\n[kernel.zram]\ncapacity = \"512MiB\"\n[kernel.damon.reclaim]\nenabled = true\nmin_age_us = 5000000\nquota_ms = 0\nquota_sz = 33554432\nquota_reset_interval_ms = 1000\nwmarks_high = 1000\nwmarks_mid = 999\nwmarks_low = 0",
+ wl([R("hot","64MiB",place=bind0,pattern="uniform",rate=100000),R("cold","256MiB",place=bind0)]),
+ "DAMON_RECLAIM: when cold memory goes to zram, how fast, and that the hot set stays",
+ checks(first("pswpout"),at("pswpout",["10s","20s"]),final("pswpout"),at("app.cold.N0",["10s"]),final("app.cold.N0"),final("app.hot.N0")),
+ duration="30s", setup=ZRAM_SETUP)

@@ -104,6 +104,11 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
         ));
     }
     let mut at_start = vec![knob(NUMA_BALANCING, k.numa_balancing)];
+    if let Some(r) = k.damon.reclaim.as_ref().filter(|r| r.enabled) {
+        // Parameters first (the module reads them when it is enabled), `enabled` at time 0.
+        before.extend(damon_reclaim_params(r));
+        at_start.push(knob(format!("{DAMON_RECLAIM_DIR}/enabled"), "Y"));
+    }
     if let Some(ksm) = &k.ksm {
         // ksmd stops while the knobs change (merge_across_nodes needs no KSM pages).
         before.push(knob(format!("{KSM_DIR}/run"), 2));
@@ -128,6 +133,92 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
     Ok(KnobPlan { before, at_start })
 }
 
+/// The `damon_reclaim` module's parameter directory.
+pub const DAMON_RECLAIM_DIR: &str = "/sys/module/damon_reclaim/parameters";
+
+/// `[kernel.damon.reclaim]` as the module's parameters (`mm/damon/reclaim.c`; times in
+/// microseconds and sizes in bytes, as the module takes them).
+fn damon_reclaim_params(r: &tiermem_core::damon::ReclaimParams) -> Vec<Knob> {
+    let yn = |b: bool| if b { "Y" } else { "N" };
+    let mut v: Vec<Knob> = [
+        ("min_age", r.min_age_us),
+        ("quota_ms", r.quota_ms),
+        ("quota_sz", r.quota_sz),
+        ("quota_reset_interval_ms", r.quota_reset_interval_ms),
+        ("wmarks_interval", r.wmarks_interval_us),
+        ("wmarks_high", r.wmarks_high),
+        ("wmarks_mid", r.wmarks_mid),
+        ("wmarks_low", r.wmarks_low),
+        ("sample_interval", r.sample_interval_us),
+        ("aggr_interval", r.aggr_interval_us),
+        ("min_nr_regions", u64::from(r.min_nr_regions)),
+        ("max_nr_regions", u64::from(r.max_nr_regions)),
+        ("monitor_region_start", r.monitor_region_start),
+        ("monitor_region_end", r.monitor_region_end),
+    ]
+    .iter()
+    .map(|(p, v)| knob(format!("{DAMON_RECLAIM_DIR}/{p}"), v))
+    .collect();
+    v.push(knob(format!("{DAMON_RECLAIM_DIR}/skip_anon"), yn(r.skip_anon)));
+    // Added in 6.9 (goals): written when the kernel has them, required when set.
+    for (p, val) in [
+        ("quota_mem_pressure_us", r.quota_mem_pressure_us),
+        ("quota_autotune_feedback", r.quota_autotune_feedback),
+    ] {
+        let mut k = knob(format!("{DAMON_RECLAIM_DIR}/{p}"), val);
+        k.optional = val == 0;
+        v.push(k);
+    }
+    v
+}
+
+/// Swap devices are the host's setup, not knobs: check that the ones the scenario states
+/// are there (`/proc/swaps`), the same kind and size within 1 MiB, so that the live kernel
+/// reclaims into what the simulator assumed.
+pub fn check_swap_devices(k: &KernelConfig, swaps: &str) -> Result<(), Error> {
+    // `Filename Type Size Used Priority`, sizes in KiB.
+    let devices: Vec<(bool, u64)> = swaps
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let kib: u64 = f.get(2)?.parse().ok()?;
+            Some((f.first()?.starts_with("/dev/zram"), kib * 1024))
+        })
+        .collect();
+    let bad = |key: &str, why: String| Err(Error::Config(ConfigError::invalid(key, why)));
+    for (key, zram, want) in [
+        ("kernel.zram", true, k.zram.as_ref().map(|z| z.capacity.0)),
+        ("kernel.swap", false, k.swap.as_ref().map(|s| s.capacity.0)),
+    ] {
+        let have: Vec<u64> = devices.iter().filter(|d| d.0 == zram).map(|d| d.1).collect();
+        match want {
+            Some(w) if !have.iter().any(|&h| h.abs_diff(w) <= 1 << 20) => {
+                return bad(
+                    key,
+                    format!(
+                        "needs an active {} swap device of {} MiB (/proc/swaps has {:?} MiB); set it up before the run (e.g. zramctl, mkswap, swapon)",
+                        if zram { "zram" } else { "non-zram" },
+                        w >> 20,
+                        have.iter().map(|h| h >> 20).collect::<Vec<_>>()
+                    ),
+                );
+            }
+            None if !have.is_empty() => {
+                return bad(
+                    key,
+                    format!(
+                        "the scenario has no {key} but the host has an active {} swap device: swapoff it, or describe it in the scenario",
+                        if zram { "zram" } else { "non-zram" }
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn refuse_simulator_only(k: &KernelConfig) -> Result<(), Error> {
     let bad = |key: &str, why: &str| Err(Error::Config(ConfigError::invalid(key, why)));
     if k.numa.promotion != PromotionPolicy::AutoThreshold {
@@ -148,9 +239,22 @@ fn refuse_simulator_only(k: &KernelConfig) -> Result<(), Error> {
             "is a simulator experiment, not a kernel knob",
         );
     }
+    if let Some(r) = &k.damon.reclaim {
+        for (key, sim_only) in [
+            ("prioritization", !r.prioritization),
+            ("use_watermarks", !r.use_watermarks),
+            ("autotune_monitoring_intervals", r.autotune_monitoring_intervals),
+        ] {
+            if sim_only {
+                return bad(
+                    &format!("kernel.damon.reclaim.{key}"),
+                    "is a simulator experiment, not a damon_reclaim parameter of this kernel",
+                );
+            }
+        }
+    }
     for (key, set) in [
         ("kernel.damon.contexts", !k.damon.contexts.is_empty()),
-        ("kernel.damon.reclaim", k.damon.reclaim.is_some()),
         ("kernel.damon.lru_sort", k.damon.lru_sort.is_some()),
         ("kernel.damon.tiering", k.damon.tiering.is_some()),
     ] {
@@ -207,5 +311,38 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("kernel.numa.model_scale"), "{e}");
+    }
+
+    #[test]
+    fn damon_reclaim_parameters_before_and_enabled_at_start() {
+        let cfg = tiermem_core::config::SimConfig::from_toml_str(
+            "machine = \"small\"\n[kernel.damon.reclaim]\nenabled = true\nmin_age_us = 3000000\nwmarks_high = 1000\nwmarks_mid = 999\nwmarks_low = 0\n",
+            "t.toml",
+        )
+        .unwrap();
+        let p = plan(&cfg.kernel, 2, 1 << 18).unwrap();
+        assert!(p.before.contains(&knob(format!("{DAMON_RECLAIM_DIR}/min_age"), 3000000)));
+        assert!(p.before.contains(&knob(format!("{DAMON_RECLAIM_DIR}/wmarks_mid"), 999)));
+        assert!(p.at_start.contains(&knob(format!("{DAMON_RECLAIM_DIR}/enabled"), "Y")));
+        for k in p.before.iter().chain(&p.at_start) {
+            assert_eq!(crate::allow::check_write(&k.path), Ok(()), "{}", k.path);
+        }
+    }
+
+    #[test]
+    fn swap_devices_must_match_the_scenario() {
+        let cfg = |extra: &str| {
+            tiermem_core::config::SimConfig::from_toml_str(&format!("machine = \"small\"\n{extra}"), "t.toml")
+                .unwrap()
+                .kernel
+        };
+        let swaps = "Filename\tType\tSize\tUsed\tPriority\n/dev/zram0 partition\t524284\t0\t100\n";
+        let z = cfg("[kernel.zram]\ncapacity = \"512MiB\"\n");
+        check_swap_devices(&z, swaps).unwrap();
+        let e = check_swap_devices(&z, "Filename\tType\tSize\tUsed\tPriority\n").unwrap_err().to_string();
+        assert!(e.contains("kernel.zram") && e.contains("512 MiB"), "{e}");
+        let e = check_swap_devices(&cfg(""), swaps).unwrap_err().to_string();
+        assert!(e.contains("swapoff"), "{e}");
+        check_swap_devices(&cfg(""), "Filename\tType\tSize\tUsed\tPriority\n").unwrap();
     }
 }
