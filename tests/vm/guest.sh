@@ -45,7 +45,8 @@ snapshot() {
     /sys/kernel/mm/numa/demotion_enabled /proc/sys/vm/watermark_scale_factor $WI/node* \
     /sys/kernel/mm/ksm/run /sys/kernel/mm/ksm/pages_to_scan /sys/kernel/mm/ksm/sleep_millisecs \
     /sys/kernel/mm/ksm/merge_across_nodes /sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds \
-    /sys/module/damon_lru_sort/parameters/enabled /sys/module/damon_lru_sort/parameters/quota_ms; do
+    /sys/module/damon_lru_sort/parameters/enabled /sys/module/damon_lru_sort/parameters/quota_ms \
+    /sys/kernel/mm/transparent_hugepage/enabled /proc/sys/vm/min_free_kbytes /sys/kernel/mm/lru_gen/enabled; do
     echo "$f=$(cat $f 2>/dev/null)"
   done
 }
@@ -355,6 +356,76 @@ s7() {
   esac
 }
 
+# ---- 8. tiermem workload run: the simulator's columns, the workload's effects, knobs back --
+s8() {
+  cat >/cfg/s8.toml <<EOF
+duration = "5s"
+[machine]
+name = "vm-2node"
+distances = [[10, 20], [20, 10]]
+[[machine.nodes]]
+id = 0
+cpus = 2
+capacity = "1GiB"
+read_latency = "80ns"
+read_bandwidth = "20GiB/s"
+[[machine.nodes]]
+id = 1
+capacity = "512MiB"
+read_latency = "240ns"
+read_bandwidth = "5GiB/s"
+[kernel]
+numa_balancing = 2
+demotion_enabled = true
+[kernel.numa]
+scan_delay_ms = 500
+[kernel.ksm]
+run = 1
+pages_to_scan = 1000
+sleep_millisecs = 20
+[sim]
+sample_interval = "250ms"
+[[workloads]]
+type = "synthetic"
+name = "app"
+cpu_node = 0
+[[workloads.regions]]
+name = "hot"
+size = "16MiB"
+place = { mode = "bind", nodes = [1] }
+pattern = "uniform"
+rate = 50000
+[[workloads.regions]]
+name = "dup"
+size = "4MiB"
+place = { mode = "bind", nodes = [0] }
+ksm = "identical"
+EOF
+  snapshot >/tmp/before
+  if ! tiermem workload run /cfg/s8.toml --out /tmp/s8 >/tmp/s8.log 2>&1; then
+    fail workload-run "exit $?: $(tail -3 /tmp/s8.log)"; return
+  fi
+  snapshot >/tmp/after
+  tiermem sim /cfg/s8.toml --out /tmp/s8sim >/dev/null 2>&1 || { fail workload-run "tiermem sim exit $?"; return; }
+  col() { awk -F, -v c="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next } { v = $k } END { print v }' "$2"; }
+  rows=$(wc -l </tmp/s8/timeline.csv)
+  sharing=$(col ksm_pages_sharing /tmp/s8/timeline.csv)
+  if [ "$(head -1 /tmp/s8/timeline.csv)" != "$(head -1 /tmp/s8sim/timeline.csv)" ]; then
+    fail workload-run "timeline columns differ from the simulator's"
+  elif [ "$rows" -lt 18 ]; then
+    fail workload-run "only $rows timeline rows for 5 s at 250 ms"
+  elif ! diff /tmp/before /tmp/after >/tmp/diff; then
+    fail workload-run "knobs not restored: $(grep '^[-+]/' /tmp/diff | tr '\n' ' ')"
+  elif [ "${sharing:-0}" -lt 900 ]; then
+    fail workload-run "ksm_pages_sharing ${sharing}: the identical region did not merge"
+  elif [ "$(col app.hot.N0 /tmp/s8/timeline.csv)" -le 0 ]; then
+    fail workload-run "no page of the hot region was promoted"
+  else
+    info "workload-run: $rows rows, pgpromote_success $(col pgpromote_success /tmp/s8/timeline.csv), hot.N0 $(col app.hot.N0 /tmp/s8/timeline.csv), ksm_pages_sharing $sharing"
+    pass workload-run
+  fi
+}
+
 ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
 if [ -n "$ONLY" ]; then
   for s in $(echo "$ONLY" | tr ',' ' '); do $s; done
@@ -366,6 +437,7 @@ else
   if [ "$NODES" = 2 ]; then
     s5
     s7
+    s8
   fi
   s6
 fi

@@ -211,9 +211,9 @@ echo lzo-rle > /sys/block/zram0/comp_algorithm
 echo $((512 << 20)) > /sys/block/zram0/disksize
 mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
 """
-scenario("damon-reclaim-zram","DAMON_RECLAIM pages out memory idle for min_age (5 s) to a zram swap device, at most quota_sz (32 MiB) per second; the hot set stays.",M2,
- "[kernel]\n[kernel.zram]\ncapacity = \"512MiB\"\n[kernel.damon.reclaim]\nenabled = true\nmin_age_us = 5000000\nquota_ms = 0\nquota_sz = 33554432\nquota_reset_interval_ms = 1000\nwmarks_high = 1000\nwmarks_mid = 999\nwmarks_low = 0",
+scenario("damon-reclaim-zram","DAMON_RECLAIM pages out memory idle for min_age (5 s) to a zram swap device, at most quota_sz (256 MiB) per second; the hot set stays.",M2,
+ "[kernel]\n[kernel.zram]\ncapacity = \"512MiB\"\n[kernel.damon.reclaim]\nenabled = true\nmin_age_us = 5000000\nquota_ms = 0\nquota_sz = 268435456\nquota_reset_interval_ms = 1000\nwmarks_high = 1000\nwmarks_mid = 999\nwmarks_low = 0",
  wl([R("hot","64MiB",place=bind0,pattern="uniform",rate=100000),R("cold","256MiB",place=bind0)]),
  "DAMON_RECLAIM: when cold memory goes to zram, how fast, and that the hot set stays",
- checks(first("pswpout"),at("pswpout",["10s","20s"]),final("pswpout"),at("app.cold.N0",["10s"]),final("app.cold.N0"),final("app.hot.N0")),
+ checks(first("pswpout"),at("pswpout",["10s","20s"]),final("pswpout"),at("app.cold.N0",["10s"]),final("app.cold.N0"),final("app.hot.N0"),at("damon_reclaim_bytes_reclaim_tried_regions",["10s"]),final("damon_reclaim_bytes_reclaim_tried_regions"),final("damon_reclaim_nr_quota_exceeds")),
  duration="30s", setup=ZRAM_SETUP)

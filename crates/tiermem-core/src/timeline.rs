@@ -21,6 +21,21 @@ pub const KSM_TIMELINE_FILES: &[&str] = &[
 ];
 
 /// `ksm_<file>` (`ksm_zero_pages` keeps its name).
+/// DAMON_RECLAIM's statistics parameters (`/sys/module/damon_reclaim/parameters/`), all
+/// cumulative, in the timeline when the config enables `[kernel.damon.reclaim]`.
+pub const DAMON_RECLAIM_STATS: &[&str] = &[
+    "nr_reclaim_tried_regions",
+    "bytes_reclaim_tried_regions",
+    "nr_reclaimed_regions",
+    "bytes_reclaimed_regions",
+    "nr_quota_exceeds",
+];
+
+/// The timeline column of a DAMON_RECLAIM statistic.
+pub fn damon_reclaim_column(stat: &str) -> String {
+    format!("damon_reclaim_{stat}")
+}
+
 pub fn ksm_column(file: &str) -> String {
     if file.starts_with("ksm_") {
         file.to_string()
@@ -88,6 +103,8 @@ pub enum ExtraColumn {
     ScanSeq { workload: usize },
     /// Cumulative accesses of the workload's threads.
     Accesses { workload: usize },
+    /// A DAMON_RECLAIM statistic ([`DAMON_RECLAIM_STATS`]).
+    DamonReclaim(&'static str),
 }
 
 /// The extra columns of a config, in timeline order with their names: KSM counters, then
@@ -97,6 +114,11 @@ pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String
     if cfg.kernel.ksm.is_some() {
         for &f in KSM_TIMELINE_FILES {
             out.push((ExtraColumn::Ksm(f), ksm_column(f)));
+        }
+    }
+    if cfg.kernel.damon.reclaim.as_ref().is_some_and(|r| r.enabled) {
+        for &s in DAMON_RECLAIM_STATS {
+            out.push((ExtraColumn::DamonReclaim(s), damon_reclaim_column(s)));
         }
     }
     let nr_nodes = cfg.machine.nodes.len();

@@ -545,6 +545,19 @@ pub struct SchemeSummary {
     pub tried_regions_total_bytes: u64,
 }
 
+/// One of DAMON_RECLAIM's statistics parameters from its scheme's stats
+/// (`damon_reclaim_after_aggregation` copies them).
+pub fn reclaim_module_stat(s: &tiermem_damon::ctx::SchemeStats, stat: &str) -> u64 {
+    match stat {
+        "nr_reclaim_tried_regions" => s.nr_tried,
+        "bytes_reclaim_tried_regions" => s.sz_tried,
+        "nr_reclaimed_regions" => s.nr_applied,
+        "bytes_reclaimed_regions" => s.sz_applied,
+        "nr_quota_exceeds" => s.qt_exceeds,
+        _ => 0,
+    }
+}
+
 /// Summaries of all kdamonds.
 pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
     kd.iter()
@@ -568,12 +581,9 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
                 .collect();
             let mut module_stats = BTreeMap::new();
             if k.name == "damon_reclaim" {
-                let s = &schemes[0].stats;
-                module_stats.insert("nr_reclaim_tried_regions".into(), s.nr_tried);
-                module_stats.insert("bytes_reclaim_tried_regions".into(), s.sz_tried);
-                module_stats.insert("nr_reclaimed_regions".into(), s.nr_applied);
-                module_stats.insert("bytes_reclaimed_regions".into(), s.sz_applied);
-                module_stats.insert("nr_quota_exceeds".into(), s.qt_exceeds);
+                for &stat in tiermem_core::timeline::DAMON_RECLAIM_STATS {
+                    module_stats.insert(stat.into(), reclaim_module_stat(&schemes[0].stats, stat));
+                }
             } else if k.name == "damon_lru_sort" {
                 for (i, which) in ["hot", "cold"].iter().enumerate() {
                     let s = &schemes[i].stats;

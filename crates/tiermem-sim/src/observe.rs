@@ -35,8 +35,14 @@ impl ExtraColumns {
     }
 
     /// One row: `accesses[w]` is workload `w`'s cumulative access count.
-    pub fn sample(&self, kernel: &Kernel, accesses: &[u64]) -> Vec<u64> {
+    pub fn sample(
+        &self,
+        kernel: &Kernel,
+        accesses: &[u64],
+        kdamonds: &[crate::damon::Kdamond],
+    ) -> Vec<u64> {
         let ksm = kernel.ksm_counters();
+        let reclaim = kdamonds.iter().find(|k| k.name == "damon_reclaim");
         let mut hist: Option<((u16, usize), Vec<u64>)> = None;
         let proc_of = |w: usize| self.workload_proc.get(w).copied().flatten();
         self.cols
@@ -64,6 +70,9 @@ impl ExtraColumns {
                     .and_then(|p| kernel.numa.mm.get(p as usize))
                     .map_or(0, |m| m.scan_seq as u64),
                 ExtraColumn::Accesses { workload } => accesses.get(workload).copied().unwrap_or(0),
+                ExtraColumn::DamonReclaim(stat) => reclaim
+                    .and_then(|k| k.ctx.schemes.first())
+                    .map_or(0, |s| crate::damon::reclaim_module_stat(&s.stat, stat)),
             })
             .collect()
     }

@@ -28,6 +28,8 @@ pub struct Reading {
     pub regions: Vec<Vec<u64>>,
     pub scan_seq: Option<u64>,
     pub ksm: BTreeMap<String, u64>,
+    /// DAMON_RECLAIM's statistics parameters.
+    pub damon_reclaim: BTreeMap<String, u64>,
 }
 
 /// Reads the host for one workload's process.
@@ -99,12 +101,22 @@ impl Sampler {
                 ksm.insert(f.to_string(), v);
             }
         }
+        let mut damon_reclaim = BTreeMap::new();
+        if self.extra.iter().any(|c| matches!(c, ExtraColumn::DamonReclaim(_))) {
+            for &s in tiermem_core::timeline::DAMON_RECLAIM_STATS {
+                let path = format!("{}/{s}", super::knobs::DAMON_RECLAIM_DIR);
+                if let Ok(Some(v)) = self.fs.read_u64_opt(&path) {
+                    damon_reclaim.insert(s.to_string(), v);
+                }
+            }
+        }
         Ok(Reading {
             vmstat,
             node_free_pages,
             regions,
             scan_seq,
             ksm,
+            damon_reclaim,
         })
     }
 
@@ -154,6 +166,13 @@ impl Sampler {
                         x.saturating_sub(b).to_string()
                     }
                     Some(&x) => x.to_string(),
+                    None => String::new(),
+                },
+                ExtraColumn::DamonReclaim(s) => match r.damon_reclaim.get(s) {
+                    Some(&x) => {
+                        let b = base.and_then(|b| b.damon_reclaim.get(s)).copied().unwrap_or(0);
+                        x.saturating_sub(b).to_string()
+                    }
                     None => String::new(),
                 },
                 ExtraColumn::RegionNode {
