@@ -96,11 +96,25 @@ fn fmt_count(v: f64) -> String {
     }
 }
 
-/// Whether a column counts pages (the 1 %-of-the-workload floor applies); scan passes,
-/// full scans, stable-node counts and accesses are not pages.
-pub fn counts_pages(column: &str) -> bool {
-    !(column.ends_with(".numa_scan_seq")
+/// What a column counts, which sets the absolute floor of its tolerance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Pages: the floor is 1 % of the workload's pages.
+    Pages,
+    /// Bytes (`damon_reclaim_bytes_*`): the same floor in bytes.
+    Bytes,
+    /// Events (scan passes, full scans, stable nodes, regions, quota exceeds, accesses):
+    /// half an event.
+    Events,
+}
+
+/// The unit of a timeline column.
+pub fn unit_of(column: &str) -> Unit {
+    if column.contains("bytes") {
+        Unit::Bytes
+    } else if column.ends_with(".numa_scan_seq")
         || column.ends_with(".accesses")
+        || column.starts_with("damon_reclaim_nr_")
         || matches!(
             column,
             "ksm_full_scans"
@@ -109,15 +123,24 @@ pub fn counts_pages(column: &str) -> bool {
                 | "oom_kill"
                 | "pageoutrun"
                 | "allocstall_movable"
-        ))
+        )
+    {
+        Unit::Events
+    } else {
+        Unit::Pages
+    }
 }
 
 fn count_row(check: String, k: f64, s: f64, tol: &Tolerances) -> CheckResult {
-    count_row_in(check, k, s, tol, true)
+    count_row_in(check, k, s, tol, Unit::Pages)
 }
 
-fn count_row_in(check: String, k: f64, s: f64, tol: &Tolerances, pages: bool) -> CheckResult {
-    let floor = if pages { tol.count_abs } else { 0.5 };
+fn count_row_in(check: String, k: f64, s: f64, tol: &Tolerances, unit: Unit) -> CheckResult {
+    let floor = match unit {
+        Unit::Pages => tol.count_abs,
+        Unit::Bytes => tol.count_abs * 4096.0,
+        Unit::Events => 0.5,
+    };
     let allowed = (tol.count_rel * k.abs()).max(floor);
     let diff = if k != 0.0 {
         format!("{:+.1} %", (s - k) / k.abs() * 100.0)
@@ -182,7 +205,7 @@ pub fn evaluate(
             at(&ks, end),
             at(&with_origin(ss), end),
             tol,
-            counts_pages(column),
+            unit_of(column),
         )],
         CheckSpec::At { column, times } => {
             let ss = with_origin(ss);
@@ -195,7 +218,7 @@ pub fn evaluate(
                         at(&ks, t),
                         at(&ss, t),
                         tol,
-                        counts_pages(column),
+                        unit_of(column),
                     )
                 })
                 .collect()
