@@ -167,6 +167,9 @@ class Node(_Table):
     curve: Optional[Union[str, Mapping[str, Any]]] = None
     duplex: Optional[bool] = None
     adistance: Optional[int] = None
+    #: Memory held from the start by the kernel and other programs (``MemTotal - MemFree``
+    #: of an idle host); ``tiermem validate`` sets it from a recording.
+    reserved: Optional[Size] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -271,6 +274,10 @@ class Kernel(_Table):
     min_free_kbytes: Optional[int] = None
     demotion_enabled: Optional[bool] = None
     numa_balancing: Optional[int] = None
+    #: ``/sys/kernel/mm/transparent_hugepage/enabled``: only ``"never"`` is modelled.
+    transparent_hugepage: Optional[str] = None
+    #: ``/sys/kernel/mm/lru_gen/enabled``: only ``False`` is modelled.
+    lru_gen: Optional[bool] = None
     numa: Optional[NumaBalancing] = None
     swap: Optional[Swap] = None
     zram: Optional[Zram] = None

@@ -101,7 +101,9 @@ bind0='{ mode = "bind", nodes = [0] }'
 def R(name,size,**kw):
     d={"name":f'"{name}"',"size":f'"{size}"'}
     for k,v in kw.items():
-        d[k]= f'"{v}"' if isinstance(v,str) and not v.startswith("{") else v
+        if isinstance(v,bool): v = "true" if v else "false"
+        elif isinstance(v,str) and not v.startswith("{"): v = f'"{v}"'
+        d[k]= v
     return d
 promo = [final("pgpromote_success"), final("numa_hint_faults"), final("numa_pte_updates"), first("pgpromote_success")]
 
@@ -217,3 +219,12 @@ scenario("damon-reclaim-zram","DAMON_RECLAIM pages out memory idle for min_age (
  "DAMON_RECLAIM: when cold memory goes to zram, how fast, and that the hot set stays",
  checks(first("pswpout"),at("pswpout",["10s","20s"]),final("pswpout"),at("app.cold.N0",["10s"]),final("app.cold.N0"),final("app.hot.N0"),at("damon_reclaim_bytes_reclaim_tried_regions",["10s"]),final("damon_reclaim_bytes_reclaim_tried_regions"),final("damon_reclaim_nr_quota_exceeds")),
  duration="30s", setup=ZRAM_SETUP)
+# 20 zram swap under memory pressure: the hot set faults in during the run on a node that
+# already holds an idle filler; reclaim swaps the filler out to zram.
+ZRAM_ONLY_SETUP = ZRAM_SETUP
+scenario("zram-pressure","Swap to zram under memory pressure: a hot set faulted in during the run on node 0, which already holds an idle filler; kswapd and direct reclaim swap filler pages out (no demotion).",M2,
+ "[kernel]\n[kernel.zram]\ncapacity = \"512MiB\"",
+ wl([R("cold","560MiB",place=bind0),R("hot","256MiB",mbind=bind0,populate=False,pattern="uniform",rate=100000)]),
+ "zram under pressure: how much is swapped, by whom, and what stays resident",
+ checks(first("pswpout"),at("pswpout",["5s","10s"]),final("pswpout"),final("pgsteal_kswapd"),final("pgsteal_direct"),final("pswpin"),final("app.cold.N0"),final("app.hot.N0")),
+ duration="30s", setup=ZRAM_ONLY_SETUP)
