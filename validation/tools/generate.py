@@ -225,10 +225,9 @@ scenario("damon-reclaim-zram","DAMON_RECLAIM pages out memory idle for min_age (
 # already holds an idle filler; reclaim swaps the filler out to zram. Stores only: a load
 # from an untouched anonymous page maps the shared zero page in the kernel (first
 # recording: the hot region stayed at 0 pages), which the simulator does not model.
-ZRAM_ONLY_SETUP = ZRAM_SETUP
 scenario("zram-pressure","Swap to zram under memory pressure: a hot set faulted in during the run on node 0, which already holds an idle filler; kswapd and direct reclaim swap filler pages out (no demotion).",M2,
  "[kernel]\n[kernel.zram]\ncapacity = \"512MiB\"\n# The runner's pages hold one 64-bit word: lzo-rle stores them in zsmalloc's smallest\n# classes (about 48 bytes of 4096), at most 64x in the model\ncompression_ratio = 64.0",
  wl([R("cold","560MiB",place=bind0),R("hot","512MiB",mbind=bind0,populate=False,pattern="uniform",rate=100000)], read_ratio=0),
  "zram under pressure: how much is swapped, by whom, and what stays resident",
  checks(first("pswpout"),at("pswpout",["5s","10s"]),final("pswpout"),final("pgsteal_kswapd"),final("pgsteal_direct"),final("pswpin"),final("app.cold.N0"),final("app.hot.N0")),
- duration="30s", setup=ZRAM_ONLY_SETUP)
+ duration="30s", setup=ZRAM_SETUP)

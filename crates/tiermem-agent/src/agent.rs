@@ -163,13 +163,9 @@ pub fn run(cfg: &AgentConfig, fs: &HostFs, opts: &RunOptions) -> Result<(), Erro
         apply_and_loop(cfg, fs, opts, &plan, &mut rec, &snap)
     }))
     .unwrap_or_else(|p| {
-        let what = p
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| p.downcast_ref::<&str>().copied())
-            .unwrap_or("unknown");
         Err(Error::Other(format!(
-            "internal error (panic: {what}); the changed settings were restored"
+            "internal error (panic: {}); the changed settings were restored",
+            tiermem_core::panic_message(p.as_ref())
         )))
     });
     let restored = rec.restore(fs);

@@ -42,6 +42,16 @@ pub mod watermarks;
 
 use std::fmt;
 
+/// The message of a caught panic (`std::panic::catch_unwind`'s payload): the agent, the
+/// Python module and the fuzzer report it instead of dying with it.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown")
+}
+
 /// A configuration problem: where (file and key) and what.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub struct ConfigError {

@@ -23,13 +23,41 @@ pub struct Target {
 
 /// Every target.
 pub const TARGETS: &[Target] = &[
-    Target { name: "sim_config", run: targets::sim_config, seeds: targets::sim_config_seeds },
-    Target { name: "agent_plan", run: targets::agent_plan, seeds: targets::agent_plan_seeds },
-    Target { name: "lackey", run: targets::lackey, seeds: targets::lackey_seeds },
-    Target { name: "pinatrace", run: targets::pinatrace, seeds: targets::pinatrace_seeds },
-    Target { name: "champsim", run: targets::champsim, seeds: targets::champsim_seeds },
-    Target { name: "damo", run: targets::damo, seeds: targets::damo_seeds },
-    Target { name: "trace_reader", run: targets::trace_reader, seeds: targets::trace_reader_seeds },
+    Target {
+        name: "sim_config",
+        run: targets::sim_config,
+        seeds: targets::sim_config_seeds,
+    },
+    Target {
+        name: "agent_plan",
+        run: targets::agent_plan,
+        seeds: targets::agent_plan_seeds,
+    },
+    Target {
+        name: "lackey",
+        run: targets::lackey,
+        seeds: targets::lackey_seeds,
+    },
+    Target {
+        name: "pinatrace",
+        run: targets::pinatrace,
+        seeds: targets::pinatrace_seeds,
+    },
+    Target {
+        name: "champsim",
+        run: targets::champsim,
+        seeds: targets::champsim_seeds,
+    },
+    Target {
+        name: "damo",
+        run: targets::damo,
+        seeds: targets::damo_seeds,
+    },
+    Target {
+        name: "trace_reader",
+        run: targets::trace_reader,
+        seeds: targets::trace_reader_seeds,
+    },
 ];
 
 /// The target called `name`.

@@ -79,7 +79,8 @@ pub fn run_bounded(
     target: fn(&[u8]) -> Result<(), String>,
     budget: Duration,
 ) -> Result<Report, (String, Vec<u8>)> {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (name.len() as u64) << 32 ^ name.as_bytes()[0] as u64);
+    let mut rng =
+        Rng(0x9E37_79B9_7F4A_7C15 ^ (name.len() as u64) << 32 ^ name.as_bytes()[0] as u64);
     let t0 = Instant::now();
     let (mut inputs, mut rejected) = (0u64, 0u64);
     // The seeds themselves first, then mutations.
@@ -95,11 +96,7 @@ pub fn run_bounded(
                 }
             }
             Err(p) => {
-                let what = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
+                let what = tiermem_core::panic_message(p.as_ref());
                 return Err((format!("panic: {what}"), input));
             }
         }

@@ -19,12 +19,17 @@ fn repo() -> PathBuf {
 
 /// Files under the repository as seeds (missing ones are skipped).
 fn files(paths: &[&str]) -> Vec<Vec<u8>> {
-    paths.iter().filter_map(|p| std::fs::read(repo().join(p)).ok()).collect()
+    paths
+        .iter()
+        .filter_map(|p| std::fs::read(repo().join(p)).ok())
+        .collect()
 }
 
 /// The seeds of `target`, plus its saved regressions (`regressions/<target>/*`).
 fn with_regressions(target: &str, mut seeds: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions").join(target);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("regressions")
+        .join(target);
     if let Ok(rd) = std::fs::read_dir(dir) {
         let mut paths: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
         paths.sort();
@@ -41,8 +46,8 @@ const FUZZ_MEMORY_LIMIT: u64 = 256 << 20;
 /// Parse, expand presets, validate and build the simulation (not run it).
 pub fn sim_config(data: &[u8]) -> Result<(), String> {
     tiermem_sim::budget::set_limit(Some(FUZZ_MEMORY_LIMIT));
-    let cfg = tiermem_sim::config_from_text(text(data)?, "fuzz.toml", &[])
-        .map_err(|e| e.to_string())?;
+    let cfg =
+        tiermem_sim::config_from_text(text(data)?, "fuzz.toml", &[]).map_err(|e| e.to_string())?;
     tiermem_sim::engine::Simulation::new(&cfg).map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -80,22 +85,55 @@ fn fake_host() -> &'static Path {
             (&format!("{n}/has_cpu"), "0"),
             (&format!("{n}/node0/cpulist"), "0-1"),
             (&format!("{n}/node1/cpulist"), ""),
-            (&format!("{n}/node0/meminfo"), "Node 0 MemTotal: 1048576 kB\nNode 0 MemFree: 524288 kB"),
-            (&format!("{n}/node1/meminfo"), "Node 1 MemTotal: 1048576 kB\nNode 1 MemFree: 1000000 kB"),
+            (
+                &format!("{n}/node0/meminfo"),
+                "Node 0 MemTotal: 1048576 kB\nNode 0 MemFree: 524288 kB",
+            ),
+            (
+                &format!("{n}/node1/meminfo"),
+                "Node 1 MemTotal: 1048576 kB\nNode 1 MemFree: 1000000 kB",
+            ),
             (&format!("{n}/node0/distance"), "10 20"),
             (&format!("{n}/node1/distance"), "20 10"),
-            (&format!("{n}/node0/access1/initiators/read_bandwidth"), "20000"),
-            (&format!("{n}/node0/access1/initiators/write_bandwidth"), "20000"),
-            (&format!("{n}/node1/access1/initiators/read_bandwidth"), "5000"),
-            (&format!("{n}/node1/access1/initiators/write_bandwidth"), "5000"),
-            ("sys/devices/virtual/memory_tiering/memory_tier4/nodelist", "0"),
-            ("sys/devices/virtual/memory_tiering/memory_tier22/nodelist", "1"),
+            (
+                &format!("{n}/node0/access1/initiators/read_bandwidth"),
+                "20000",
+            ),
+            (
+                &format!("{n}/node0/access1/initiators/write_bandwidth"),
+                "20000",
+            ),
+            (
+                &format!("{n}/node1/access1/initiators/read_bandwidth"),
+                "5000",
+            ),
+            (
+                &format!("{n}/node1/access1/initiators/write_bandwidth"),
+                "5000",
+            ),
+            (
+                "sys/devices/virtual/memory_tiering/memory_tier4/nodelist",
+                "0",
+            ),
+            (
+                "sys/devices/virtual/memory_tiering/memory_tier22/nodelist",
+                "1",
+            ),
             ("proc/sys/kernel/numa_balancing", "0"),
-            ("proc/sys/kernel/numa_balancing_promote_rate_limit_MBps", "65536"),
+            (
+                "proc/sys/kernel/numa_balancing_promote_rate_limit_MBps",
+                "65536",
+            ),
             ("proc/sys/vm/watermark_scale_factor", "10"),
             ("sys/kernel/mm/numa/demotion_enabled", "false"),
-            ("sys/kernel/debug/sched/numa_balancing/hot_threshold_ms", "1000"),
-            ("sys/kernel/debug/sched/numa_balancing/scan_delay_ms", "1000"),
+            (
+                "sys/kernel/debug/sched/numa_balancing/hot_threshold_ms",
+                "1000",
+            ),
+            (
+                "sys/kernel/debug/sched/numa_balancing/scan_delay_ms",
+                "1000",
+            ),
             ("sys/kernel/mm/mempolicy/weighted_interleave/node0", "1"),
             ("sys/kernel/mm/mempolicy/weighted_interleave/node1", "1"),
             ("sys/kernel/mm/ksm/run", "0"),
@@ -110,7 +148,10 @@ fn fake_host() -> &'static Path {
             ("sys/fs/cgroup/app.slice/memory.reclaim", ""),
             ("proc/300/comm", "app"),
             ("proc/vmstat", "pgpromote_success 0"),
-            ("proc/self/status", "Name:\ttiermem\nCapEff:\t000001ffffffffff"),
+            (
+                "proc/self/status",
+                "Name:\ttiermem\nCapEff:\t000001ffffffffff",
+            ),
         ];
         for (p, v) in files {
             let f = d.path().join(p);
@@ -127,7 +168,11 @@ fn fake_host() -> &'static Path {
 pub fn agent_plan(data: &[u8]) -> Result<(), String> {
     use tiermem_agent::config::{AgentConfig, WeightSource};
     let cfg = AgentConfig::from_toml_str(text(data)?, "fuzz.toml").map_err(|e| e.to_string())?;
-    if cfg.weighted_interleave.as_ref().is_some_and(|w| w.source == WeightSource::Probe) {
+    if cfg
+        .weighted_interleave
+        .as_ref()
+        .is_some_and(|w| w.source == WeightSource::Probe)
+    {
         return Err("the bandwidth probe is not fuzzed".into());
     }
     let fs = tiermem_agent::fs::HostFs::new(fake_host());
@@ -153,7 +198,10 @@ fn sink(unit: TimeUnit) -> Result<TraceWriter<Vec<u8>>, String> {
 pub fn lackey(data: &[u8]) -> Result<(), String> {
     for lenient in [false, true] {
         let mut w = sink(TimeUnit::Instructions)?;
-        let opts = LackeyOptions { ifetch: true, lenient };
+        let opts = LackeyOptions {
+            ifetch: true,
+            lenient,
+        };
         lackey::import(data, "fuzz", &mut w, opts).map_err(|e| e.to_string())?;
         w.finish().map_err(|e| e.to_string())?;
     }
@@ -164,7 +212,8 @@ pub fn lackey_seeds() -> Vec<Vec<u8>> {
     with_regressions(
         "lackey",
         vec![
-            b"==1== Lackey\nI  04014073,3\n L 1fff000668,8\n S 04a2b010,4\n M 1fff0006a0,16\n".to_vec(),
+            b"==1== Lackey\nI  04014073,3\n L 1fff000668,8\n S 04a2b010,4\n M 1fff0006a0,16\n"
+                .to_vec(),
             b"I  0108d0e0,2\nI  0108d0e2,5\n L 0108f3a8,8\n".to_vec(),
         ],
     )
@@ -183,14 +232,20 @@ pub fn pinatrace(data: &[u8]) -> Result<(), String> {
 pub fn pinatrace_seeds() -> Vec<Vec<u8>> {
     with_regressions(
         "pinatrace",
-        vec![b"0x7f5a1c2d: R 0x7ffd1000\n0x7f5a1c2d: W 0x7ffd1000\n0x40: W 0x601040\n#eof\n".to_vec()],
+        vec![
+            b"0x7f5a1c2d: R 0x7ffd1000\n0x7f5a1c2d: W 0x7ffd1000\n0x40: W 0x601040\n#eof\n"
+                .to_vec(),
+        ],
     )
 }
 
 pub fn champsim(data: &[u8]) -> Result<(), String> {
     for record_size in [64, 65] {
         let mut w = sink(TimeUnit::Instructions)?;
-        let opts = ChampSimOptions { record_size, size: 8 };
+        let opts = ChampSimOptions {
+            record_size,
+            size: 8,
+        };
         champsim::import(data, "fuzz", &mut w, opts).map_err(|e| e.to_string())?;
         w.finish().map_err(|e| e.to_string())?;
     }
@@ -207,7 +262,10 @@ pub fn champsim_seeds() -> Vec<Vec<u8>> {
 
 pub fn damo(data: &[u8]) -> Result<(), String> {
     let mut w = sink(TimeUnit::Ns)?;
-    let opts = DamoOptions { max_accesses: 1 << 20, ..DamoOptions::default() };
+    let opts = DamoOptions {
+        max_accesses: 1 << 20,
+        ..DamoOptions::default()
+    };
     damo::import(data, "fuzz", &mut w, opts).map_err(|e| e.to_string())?;
     w.finish().map_err(|e| e.to_string())?;
     Ok(())
@@ -218,7 +276,9 @@ pub fn damo_seeds() -> Vec<Vec<u8>> {
       "snapshots": [{"start_time": "0", "end_time": "100000000",
         "regions": [{"start": "4096", "end": "65536", "nr_accesses": {"samples": 3, "percent": null}, "age": {"usec": null, "aggr_intervals": 1}}]}]}]"#.to_vec();
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-    let zdoc = std::io::Write::write_all(&mut z, &doc).ok().and_then(|_| z.finish().ok());
+    let zdoc = std::io::Write::write_all(&mut z, &doc)
+        .ok()
+        .and_then(|_| z.finish().ok());
     let mut v = vec![doc];
     v.extend(zdoc);
     with_regressions("damo", v)
@@ -236,7 +296,10 @@ pub fn trace_reader(data: &[u8]) -> Result<(), String> {
     }
     if let Some(f) = footer {
         // A broken invariant, not bad input: fail the fuzzer as a crash does.
-        assert_eq!(f.records, n, "a trace that reads to its end has the footer's count");
+        assert_eq!(
+            f.records, n,
+            "a trace that reads to its end has the footer's count"
+        );
     }
     Ok(())
 }

@@ -15,7 +15,9 @@ fn save_crash(name: &str, input: &[u8]) -> String {
 }
 
 fn fxhash(d: &[u8]) -> u64 {
-    d.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x1000_0000_01b3))
+    d.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x1000_0000_01b3)
+    })
 }
 
 fn run(budget: Duration) {

@@ -49,13 +49,9 @@ fn parse_overrides(
 /// of pyo3's `PanicException` (a `BaseException` that `except Exception` does not catch).
 fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let what = p
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| p.downcast_ref::<&str>().copied())
-            .unwrap_or("unknown");
         Err(PyRuntimeError::new_err(format!(
-            "internal error in tiermem (please report it): {what}"
+            "internal error in tiermem (please report it): {}",
+            tiermem_core::panic_message(p.as_ref())
         )))
     })
 }

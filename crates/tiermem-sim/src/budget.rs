@@ -62,9 +62,19 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// A budget at the limit in force for a machine.
+    /// A budget at the limit in force for a machine (what [`crate::engine::Simulation`]
+    /// gives its kernel).
     pub fn from_limit(topo: &Topology) -> Self {
         let (limit, source) = limit();
+        Budget::with_limit(topo, limit, source)
+    }
+
+    /// No limit: a kernel built on its own (unit tests of the mechanisms).
+    pub fn unlimited(topo: &Topology) -> Self {
+        Budget::with_limit(topo, u64::MAX, "no limit")
+    }
+
+    fn with_limit(topo: &Topology, limit: u64, source: &'static str) -> Self {
         Budget {
             limit,
             source,

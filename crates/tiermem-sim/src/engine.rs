@@ -832,7 +832,9 @@ impl Simulation {
         for th in &self.threads {
             per_workload[th.spec_workload] += th.accesses;
         }
-        let extra = self.extra.sample(&self.kernel, &per_workload, &self.kdamonds);
+        let extra = self
+            .extra
+            .sample(&self.kernel, &per_workload, &self.kdamonds);
         self.rows.push(Row {
             time_s: t,
             throughput: self.sample_accesses as f64 / dt,

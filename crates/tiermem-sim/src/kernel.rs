@@ -224,7 +224,7 @@ impl Kernel {
         });
         let wi = boot_weight_table(&topo, &cfg);
         Kernel {
-            budget: crate::budget::Budget::from_limit(&topo),
+            budget: crate::budget::Budget::unlimited(&topo),
             wi,
             pending_mbinds: Vec::new(),
             topo,

@@ -159,7 +159,10 @@ fn damon_reclaim_params(r: &tiermem_core::damon::ReclaimParams) -> Vec<Knob> {
     .iter()
     .map(|(p, v)| knob(format!("{DAMON_RECLAIM_DIR}/{p}"), v))
     .collect();
-    v.push(knob(format!("{DAMON_RECLAIM_DIR}/skip_anon"), yn(r.skip_anon)));
+    v.push(knob(
+        format!("{DAMON_RECLAIM_DIR}/skip_anon"),
+        yn(r.skip_anon),
+    ));
     // Added in 6.9 (goals): written when the kernel has them, required when set.
     for (p, val) in [
         ("quota_mem_pressure_us", r.quota_mem_pressure_us),
@@ -191,7 +194,11 @@ pub fn check_swap_devices(k: &KernelConfig, swaps: &str) -> Result<(), Error> {
         ("kernel.zram", true, k.zram.as_ref().map(|z| z.capacity.0)),
         ("kernel.swap", false, k.swap.as_ref().map(|s| s.capacity.0)),
     ] {
-        let have: Vec<u64> = devices.iter().filter(|d| d.0 == zram).map(|d| d.1).collect();
+        let have: Vec<u64> = devices
+            .iter()
+            .filter(|d| d.0 == zram)
+            .map(|d| d.1)
+            .collect();
         match want {
             Some(w) if !have.iter().any(|&h| h.abs_diff(w) <= 1 << 20) => {
                 return bad(
@@ -243,7 +250,10 @@ fn refuse_simulator_only(k: &KernelConfig) -> Result<(), Error> {
         for (key, sim_only) in [
             ("prioritization", !r.prioritization),
             ("use_watermarks", !r.use_watermarks),
-            ("autotune_monitoring_intervals", r.autotune_monitoring_intervals),
+            (
+                "autotune_monitoring_intervals",
+                r.autotune_monitoring_intervals,
+            ),
         ] {
             if sim_only {
                 return bad(
@@ -321,9 +331,15 @@ mod tests {
         )
         .unwrap();
         let p = plan(&cfg.kernel, 2, 1 << 18).unwrap();
-        assert!(p.before.contains(&knob(format!("{DAMON_RECLAIM_DIR}/min_age"), 3000000)));
-        assert!(p.before.contains(&knob(format!("{DAMON_RECLAIM_DIR}/wmarks_mid"), 999)));
-        assert!(p.at_start.contains(&knob(format!("{DAMON_RECLAIM_DIR}/enabled"), "Y")));
+        assert!(p
+            .before
+            .contains(&knob(format!("{DAMON_RECLAIM_DIR}/min_age"), 3000000)));
+        assert!(p
+            .before
+            .contains(&knob(format!("{DAMON_RECLAIM_DIR}/wmarks_mid"), 999)));
+        assert!(p
+            .at_start
+            .contains(&knob(format!("{DAMON_RECLAIM_DIR}/enabled"), "Y")));
         for k in p.before.iter().chain(&p.at_start) {
             assert_eq!(crate::allow::check_write(&k.path), Ok(()), "{}", k.path);
         }
@@ -332,14 +348,19 @@ mod tests {
     #[test]
     fn swap_devices_must_match_the_scenario() {
         let cfg = |extra: &str| {
-            tiermem_core::config::SimConfig::from_toml_str(&format!("machine = \"small\"\n{extra}"), "t.toml")
-                .unwrap()
-                .kernel
+            tiermem_core::config::SimConfig::from_toml_str(
+                &format!("machine = \"small\"\n{extra}"),
+                "t.toml",
+            )
+            .unwrap()
+            .kernel
         };
         let swaps = "Filename\tType\tSize\tUsed\tPriority\n/dev/zram0 partition\t524284\t0\t100\n";
         let z = cfg("[kernel.zram]\ncapacity = \"512MiB\"\n");
         check_swap_devices(&z, swaps).unwrap();
-        let e = check_swap_devices(&z, "Filename\tType\tSize\tUsed\tPriority\n").unwrap_err().to_string();
+        let e = check_swap_devices(&z, "Filename\tType\tSize\tUsed\tPriority\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("kernel.zram") && e.contains("512 MiB"), "{e}");
         let e = check_swap_devices(&cfg(""), swaps).unwrap_err().to_string();
         assert!(e.contains("swapoff"), "{e}");

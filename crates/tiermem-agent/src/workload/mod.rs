@@ -181,11 +181,14 @@ fn prepare(
 pub fn run(spec: &Path, fs: &HostFs, opts: &Options) -> Result<Meta, Error> {
     let (cfg, wi, cpus, total_pages) = prepare(spec, fs, opts)?;
     let plan = knobs::plan(&cfg.kernel, cfg.machine.nodes.len(), total_pages)?;
-    knobs::check_swap_devices(&cfg.kernel, &fs.read_opt("/proc/swaps")?.unwrap_or_default())
-        .map_err(|e| match e {
-            Error::Config(c) => Error::Config(c.in_file(&spec.display().to_string())),
-            e => e,
-        })?;
+    knobs::check_swap_devices(
+        &cfg.kernel,
+        &fs.read_opt("/proc/swaps")?.unwrap_or_default(),
+    )
+    .map_err(|e| match e {
+        Error::Config(c) => Error::Config(c.in_file(&spec.display().to_string())),
+        e => e,
+    })?;
     for k in plan.before.iter().chain(&plan.at_start) {
         if !k.optional && !fs.exists(&k.path) {
             return Err(Error::Feature {

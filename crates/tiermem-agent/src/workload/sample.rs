@@ -102,7 +102,11 @@ impl Sampler {
             }
         }
         let mut damon_reclaim = BTreeMap::new();
-        if self.extra.iter().any(|c| matches!(c, ExtraColumn::DamonReclaim(_))) {
+        if self
+            .extra
+            .iter()
+            .any(|c| matches!(c, ExtraColumn::DamonReclaim(_)))
+        {
             for &s in tiermem_core::timeline::DAMON_RECLAIM_STATS {
                 let path = format!("{}/{s}", super::knobs::DAMON_RECLAIM_DIR);
                 if let Ok(Some(v)) = self.fs.read_u64_opt(&path) {
@@ -170,7 +174,10 @@ impl Sampler {
                 },
                 ExtraColumn::DamonReclaim(s) => match r.damon_reclaim.get(s) {
                     Some(&x) => {
-                        let b = base.and_then(|b| b.damon_reclaim.get(s)).copied().unwrap_or(0);
+                        let b = base
+                            .and_then(|b| b.damon_reclaim.get(s))
+                            .copied()
+                            .unwrap_or(0);
                         x.saturating_sub(b).to_string()
                     }
                     None => String::new(),
