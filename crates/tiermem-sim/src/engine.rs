@@ -652,13 +652,18 @@ impl Simulation {
                 ptes[a.idx as usize] = e | PTE_ACCESSED | DIRTY[kind];
                 let slot = pte_node(e) * NR_KINDS + kind;
                 let lines = a.lines as u64;
+                i += 1;
+                if lines == 0 {
+                    // A touch of the thread's own stack or control block (cache-resident):
+                    // no traffic, no CPU beyond the loop's, not one of the paced accesses.
+                    continue;
+                }
                 next_slot += pace;
                 clock += cpa + lines * (cpl + th.lat[slot]);
                 lat_sum += lines * th.lat_raw[slot];
                 th.win_lines[slot] += lines;
                 lines_total += lines;
                 accesses += 1;
-                i += 1;
             }
             th.cursor = i;
             th.next_slot = next_slot;

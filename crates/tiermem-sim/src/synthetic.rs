@@ -42,6 +42,8 @@ pub struct AccessGen {
     regions: Vec<Option<(u32, PageSampler)>>,
     /// Stores per 2^32 accesses.
     write_threshold: u64,
+    /// Pages of the process image the loop stores to once per batch (see [`image_touches`]).
+    touches: [u32; 2],
 }
 
 impl SyntheticGen {
@@ -81,6 +83,11 @@ impl AccessGen {
                 kind,
             });
         }
+        out.extend(self.touches.map(|idx| Access {
+            idx,
+            lines: 0,
+            kind: K_WRITE,
+        }));
         Step::Accesses
     }
 }
@@ -118,12 +125,13 @@ pub fn build(
     } else {
         default_cpu_per_access
     });
-    for _ in 0..s.threads {
+    for k in 0..s.threads {
         let gen = AccessGen {
             started: false,
             schedule: s.schedule(),
             regions: region_samplers(s, kernel, proc),
             write_threshold: (((100 - s.read_ratio) as u64) << 32) / 100,
+            touches: image_touches(kernel, proc, s.regions.len(), s.threads, k),
         };
         let mut t = spec(
             wi,
@@ -220,6 +228,25 @@ pub fn process_image(threads: u32) -> Vec<ImageVma> {
         v("[stack]", 33, 8),
     ]);
     out
+}
+
+/// The image pages access thread `k` stores to as it runs: the top of its stack (the loop's
+/// frames and the `clock_gettime` results of its pacing) and the shared control block (its
+/// access count, published every 256 accesses: `workload::access` in tiermem-agent). They
+/// are top-tier pages the scanner marks like any other, so in NUMA_BALANCING_NORMAL mode
+/// the thread takes a local hint fault right after each scan: that fault runs
+/// `task_numa_placement` and adapts the scan period at the start of the sequence, as on
+/// the live host (without it the first accounted fault came a sequence late).
+fn image_touches(kernel: &Kernel, proc: u16, regions: usize, threads: u32, k: u32) -> [u32; 2] {
+    let vmas = &kernel.procs[proc as usize].vmas;
+    // Image order (process_image): heap, then [arena, sigaltstack, thread-stack] per thread,
+    // then the control block.
+    let stack = &vmas[regions + 1 + 3 * k as usize + 2];
+    let control = &vmas[regions + 1 + 3 * threads as usize];
+    let present = |v: &ImageVma| v.present.min(v.pages);
+    let image = process_image(threads);
+    let stack_top = stack.pte_base + present(&image[1 + 3 * k as usize + 2]) - 1;
+    [stack_top, control.pte_base]
 }
 
 /// Fault in the image VMAs' present pages (first VMA index `first`), on the CPU's node.

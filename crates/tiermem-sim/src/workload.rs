@@ -32,7 +32,9 @@ pub const NR_KINDS: usize = 8;
 pub struct Access {
     /// Index into the process page table.
     pub idx: u32,
-    /// Cache lines touched in this page (1..=64).
+    /// Cache lines touched in this page (1..=64); 0 marks a touch of a cache-resident page
+    /// (the thread's stack): it takes faults and sets the PTE bits but costs no traffic or
+    /// time and is not counted (nor paced) as an access.
     pub lines: u8,
     pub kind: u8,
 }
