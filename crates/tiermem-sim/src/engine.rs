@@ -281,6 +281,7 @@ impl Simulation {
             // does (its counters start at the end of population): so do the counters here.
             kernel.vmstat = crate::vmstat::VmStat::new(nn);
         }
+        kernel.set_vmstat_thresholds();
         let mut groups: Vec<(Vec<usize>, Vec<SimTime>)> = Vec::new();
         let threads: Vec<Thread> = specs
             .into_iter()
@@ -780,6 +781,11 @@ impl Simulation {
             .for_each(|x| *x = (0, 0));
         for t in 0..self.threads.len() {
             self.update_latency_table(t);
+        }
+        // vmstat_update: the per-CPU differentials are folded once a second.
+        const SEC_PS: u64 = 1_000_000_000_000;
+        if (self.now + window_ps) / SEC_PS > self.now / SEC_PS {
+            self.kernel.vmstat.fold();
         }
         // Scheduler tick of each running task: the NUMA scanner runs in task context.
         let now = SimTime(self.now + window_ps);

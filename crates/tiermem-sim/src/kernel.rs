@@ -248,6 +248,24 @@ impl Kernel {
         }
     }
 
+    /// Per-CPU differentials for node statistics, with each node's `stat_threshold`
+    /// (`refresh_zone_stat_thresholds`: the largest of its populated zones'). The simulation
+    /// sets them and folds once a second; a kernel built alone keeps exact counters.
+    pub fn set_vmstat_thresholds(&mut self) {
+        let cpus: u32 = self.topo.nodes.iter().map(|n| n.cpus).sum::<u32>().max(1);
+        let scale = (self.cfg.numa.model_scale as u64).max(1);
+        for (n, node) in self.nodes.iter().enumerate() {
+            let t = node
+                .zones
+                .iter()
+                .filter(|z| z.managed > 0)
+                .map(|z| tiermem_core::vmstat::normal_stat_threshold(z.managed * scale, cpus))
+                .max()
+                .unwrap_or(0);
+            self.vmstat.set_node_threshold(n, t);
+        }
+    }
+
     /// The nodes' memory at boot: zones as `zone_sizes_init` derives them from the nodes'
     /// physical ranges ([`tiermem_core::watermarks::node_zones`]), each zone's watermarks
     /// (`__setup_per_zone_wmarks`: `min_free_kbytes` split over every zone by managed pages)

@@ -585,6 +585,13 @@ impl Kernel {
         if local + shared == 0 || failed > 0 {
             // Scan slower; the fault locality is kept (the kernel clears it only below).
             t.period_ms = max.min(t.period_ms * 2);
+            if std::env::var("TMDBG").is_ok() {
+                eprintln!(
+                    "{:.3} dbl tid{tid} loc={local},{remote},{failed} -> {}",
+                    now.secs_f64(),
+                    t.period_ms
+                );
+            }
             self.numa.mm[proc as usize].next_scan_ms = Self::now_ms(now) + t.period_ms;
             return;
         }
@@ -600,6 +607,13 @@ impl Kernel {
             -((NUMA_PERIOD_THRESHOLD - lr.max(ps)) as i64) * slot
         };
         t.period_ms = (t.period_ms as i64 + diff).clamp(min as i64, max as i64) as u64;
+        if std::env::var("TMDBG").is_ok() {
+            eprintln!(
+                "{:.3} upd tid{tid} loc={local},{remote} sh={shared} pr={private} -> {}",
+                now.secs_f64(),
+                t.period_ms
+            );
+        }
     }
 
     /// The hot threshold in effect on node `n` (ms), for the timeline.

@@ -304,12 +304,16 @@ type Burst = (f64, f64);
 
 /// Runs of samples whose rate exceeds `share` × the mean rate over `[0, end]`; runs less
 /// than `merge_s` apart are one burst (the activity after one scan can straddle samples).
+/// The gap is judged in whole sample intervals (less than `merge_s` minus half an
+/// interval), so that a recording's jitter of a few milliseconds in its sample times does
+/// not decide the count when a gap is exactly `merge_s`.
 fn bursts(s: &[(f64, f64)], end: f64, share: f64, merge_s: f64) -> Vec<Burst> {
     let runs = rate_runs(s, end, share);
+    let limit = merge_s - median_interval(s) / 2.0;
     let mut out: Vec<(f64, f64, f64)> = Vec::new();
     for (start, stop, size) in runs {
         match out.last_mut() {
-            Some(last) if start - last.1 < merge_s => {
+            Some(last) if start - last.1 < limit => {
                 last.1 = stop;
                 last.2 += size;
             }
@@ -317,6 +321,16 @@ fn bursts(s: &[(f64, f64)], end: f64, share: f64, merge_s: f64) -> Vec<Burst> {
         }
     }
     out.into_iter().map(|(a, _, n)| (a, n)).collect()
+}
+
+/// The median time between samples (0 for fewer than two).
+fn median_interval(s: &[(f64, f64)]) -> f64 {
+    let mut d: Vec<f64> = s.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    if d.is_empty() {
+        return 0.0;
+    }
+    d.sort_by(f64::total_cmp);
+    d[d.len() / 2]
 }
 
 /// Runs of samples above the rate threshold: (start, end, size).
