@@ -423,6 +423,10 @@ pub struct KernelCosts {
     /// First-touch anonymous fault: trap, allocation and zeroing. Default 1 us.
     #[serde(default = "default_anon_fault")]
     pub anon_fault: SimDuration,
+    /// A load's fault on an untouched anonymous page, which maps the shared zero page
+    /// (`do_anonymous_page` without a write): trap and PTE only. Default 250 ns.
+    #[serde(default = "default_zero_page_fault")]
+    pub zero_page_fault: SimDuration,
     /// Fixed overhead of a swap-in fault, on top of the device or decompression time. Default 2 us.
     #[serde(default = "default_swapin")]
     pub swapin_fault: SimDuration,
@@ -460,6 +464,9 @@ fn default_hint_fault() -> SimDuration {
 fn default_anon_fault() -> SimDuration {
     SimDuration::from_us(1)
 }
+fn default_zero_page_fault() -> SimDuration {
+    SimDuration::from_ns(250)
+}
 fn default_swapin() -> SimDuration {
     SimDuration::from_us(2)
 }
@@ -477,6 +484,7 @@ impl Default for KernelCosts {
     fn default() -> Self {
         KernelCosts {
             anon_fault: default_anon_fault(),
+            zero_page_fault: default_zero_page_fault(),
             swapin_fault: default_swapin(),
             reclaim_scan_page: default_scan(),
             reclaim_unmap_page: default_unmap(),

@@ -165,8 +165,11 @@ impl SimOps<'_> {
                     return Page::None;
                 };
                 let pte = self.kernel.procs[p as usize].ptes[idx as usize];
-                if pte & PTE_PRESENT != 0 {
+                if pte_maps_frame(pte) {
                     Page::Frame(pte_node(pte), pte_pfn(pte))
+                } else if pte & PTE_PRESENT != 0 {
+                    // The zero page: not a folio DAMON tracks or acts on.
+                    Page::None
                 } else {
                     Page::NotPresent(p, idx)
                 }

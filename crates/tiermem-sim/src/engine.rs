@@ -12,6 +12,7 @@
 use crate::kernel::Kernel;
 use crate::mem::{
     pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY, PTE_SOFTDIRTY,
+    PTE_ZERO,
 };
 use crate::timing::{ThreadMix, TimingModel};
 use crate::vmstat::Vm;
@@ -690,8 +691,12 @@ impl Simulation {
                     th.win_active += cost.ps();
                     continue;
                 }
-                let result = if pte & PTE_PRESENT != 0 {
-                    // A store to a write-protected KSM or zero page: copy on write.
+                let result = if pte & PTE_ZERO != 0 {
+                    // A store to the zero page a load mapped: copy on write.
+                    self.kernel
+                        .zero_page_wp_fault(proc, a.idx, cpu, SimTime(clock))
+                } else if pte & PTE_PRESENT != 0 {
+                    // A store to a write-protected KSM page or KSM zero page: copy on write.
                     debug_assert!(write && pte & PTE_RDONLY != 0);
                     self.kernel.ksm_wp_fault(proc, a.idx, cpu, SimTime(clock))
                 } else {

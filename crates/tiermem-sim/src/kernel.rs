@@ -509,7 +509,7 @@ impl Kernel {
                 let pages = self.procs[p]
                     .ptes
                     .iter()
-                    .filter(|&&e| e & (PTE_PRESENT | PTE_SWAP | PTE_ZRAM) != 0)
+                    .filter(|&&e| pte_maps_frame(e) || e & (PTE_SWAP | PTE_ZRAM) != 0)
                     .count();
                 (pages, usize::MAX - p)
             })
@@ -537,8 +537,11 @@ impl Kernel {
         self.procs[p as usize].alive = false;
         let ptes = std::mem::take(&mut self.procs[p as usize].ptes);
         for (vpn, pte) in ptes.iter().copied().enumerate() {
+            if pte & PTE_ZERO != 0 {
+                continue;
+            }
             if pte & PTE_RDONLY != 0 && pte & PTE_PRESENT != 0 {
-                // A KSM page or the zero page: drop this mapping only.
+                // A KSM page or the KSM zero page: drop this mapping only.
                 self.ksm_unmap(p, vpn as u32, pte);
                 continue;
             }
@@ -582,10 +585,14 @@ impl Kernel {
         cpu_node: NodeId,
         now: SimTime,
     ) -> Result<SimDuration, FaultError> {
-        let proc_ = &self.procs[p as usize];
-        let pte = proc_.ptes[idx as usize];
+        let pte = self.procs[p as usize].ptes[idx as usize];
         debug_assert!(pte & PTE_PRESENT == 0);
-        let _ = proc_;
+        if !write && pte & (PTE_SWAP | PTE_ZRAM) == 0 {
+            // do_anonymous_page: a load maps the shared zero page; nothing is allocated.
+            self.procs[p as usize].ptes[idx as usize] = PTE_ZERO_PAGE;
+            self.vmstat.inc(cpu_node.0 as usize, Vm::Pgfault);
+            return Ok(self.cfg.costs.zero_page_fault);
+        }
         // get_vma_policy + alloc_pages_mpol: interleave modes pick by the page's index.
         let ilx = self.interleave_index(p, idx);
         let plan = self.policy_plan(self.effective_policy(p, idx), ilx, cpu_node);
@@ -628,6 +635,20 @@ impl Kernel {
         // folio_add_lru_vma: new anonymous pages start on the inactive list (no MGLRU).
         self.nodes[n].lru_add(Lru::InactiveAnon, pfn);
         Ok(cost)
+    }
+
+    /// A store to the zero page (`do_wp_page` → `wp_page_copy`): a zeroed page, placed by
+    /// the policy as a first touch is, replaces the mapping.
+    pub fn zero_page_wp_fault(
+        &mut self,
+        p: u16,
+        idx: u32,
+        cpu_node: NodeId,
+        now: SimTime,
+    ) -> Result<SimDuration, FaultError> {
+        debug_assert!(self.procs[p as usize].ptes[idx as usize] & PTE_ZERO != 0);
+        self.procs[p as usize].ptes[idx as usize] = 0;
+        self.handle_fault(p, idx, true, cpu_node, now)
     }
 
     // --- Reclaim ------------------------------------------------------------------------
@@ -1149,6 +1170,9 @@ impl Kernel {
         let (mut swapped, mut zrammed) = (0u64, 0u64);
         for (pi, p) in self.procs.iter().enumerate() {
             for (vi, &pte) in p.ptes.iter().enumerate() {
+                if pte & PTE_ZERO != 0 {
+                    continue;
+                }
                 if pte & PTE_PRESENT != 0 && pte & PTE_RDONLY != 0 {
                     // KSM mappings are checked against the stable nodes by ksm_check.
                     if pte & PTE_KSM_ZERO == 0 {

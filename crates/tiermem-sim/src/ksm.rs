@@ -596,7 +596,7 @@ impl Kernel {
     /// to do for a normal page.
     fn ksm_break_one(&mut self, p: u16, vpn: u32, now: SimTime) -> SimDuration {
         let pte = self.procs[p as usize].ptes[vpn as usize];
-        if pte & PTE_PRESENT == 0 || pte & PTE_RDONLY == 0 {
+        if pte & PTE_PRESENT == 0 || pte & PTE_RDONLY == 0 || pte & PTE_ZERO != 0 {
             return SimDuration::ZERO;
         }
         let cpu = self.procs[p as usize].cpu_node;
@@ -758,7 +758,7 @@ impl Kernel {
     pub fn ksm_stable_node_of(&self, p: u16, vpn: u32) -> Option<(u32, usize, usize)> {
         let k = self.ksm.as_ref()?;
         let pte = self.procs[p as usize].ptes[vpn as usize];
-        if pte & PTE_PRESENT == 0 || pte & PTE_KSM_ZERO != 0 {
+        if !pte_maps_frame(pte) {
             return None;
         }
         let f = self.nodes[pte_node(pte)].frames[pte_pfn(pte) as usize];
@@ -876,7 +876,7 @@ impl Kernel {
             *cost += k.cfg.costs.scan_page;
             let pte = self.procs[p as usize].ptes[vpn as usize];
             let id = k.mm[p as usize].item_of[vpn as usize];
-            if pte & PTE_PRESENT == 0 || pte & PTE_KSM_ZERO != 0 {
+            if !pte_maps_frame(pte) {
                 // Not a page ksmd can look at (swapped, unmapped, the zero page): its
                 // rmap item goes (remove_trailing_rmap_items).
                 if id != NIL {
@@ -1351,7 +1351,7 @@ mod tests {
             .unwrap();
         for (vpn, &c) in contents.iter().enumerate() {
             k.ksm_set_content(p, vpn as u32, c);
-            k.handle_fault(p, vpn as u32, false, NodeId(node), SimTime::ZERO)
+            k.handle_fault(p, vpn as u32, true, NodeId(node), SimTime::ZERO)
                 .unwrap();
         }
         k.ksm_madvise_mergeable(p, 0).unwrap();

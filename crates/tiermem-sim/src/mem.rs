@@ -43,6 +43,20 @@ pub const PTE_SOFTDIRTY: u64 = 1 << 46;
 pub const PTE_RDONLY: u64 = 1 << 47;
 /// Maps the shared zero page (`use_zero_pages`); there is no frame behind it.
 pub const PTE_KSM_ZERO: u64 = 1 << 48;
+/// Maps the shared zero page because a load touched the untouched anonymous page
+/// (`do_anonymous_page` without `FAULT_FLAG_WRITE`); read-only, no frame, no RSS. A store
+/// copies it (`do_wp_page` → `wp_page_copy`).
+pub const PTE_ZERO: u64 = 1 << 49;
+
+/// The PTE a load fault installs on an untouched anonymous page.
+pub const PTE_ZERO_PAGE: u64 = PTE_PRESENT | PTE_RDONLY | PTE_ZERO | PTE_ACCESSED;
+
+/// The PTE maps a frame of its own or of KSM (not the zero page): what `vm_normal_folio`
+/// finds, and what migration, reclaim, DAMON and `numa_maps` see.
+#[inline]
+pub fn pte_maps_frame(pte: u64) -> bool {
+    pte & PTE_PRESENT != 0 && pte & (PTE_KSM_ZERO | PTE_ZERO) == 0
+}
 
 /// Build a present PTE.
 #[inline]

@@ -21,7 +21,7 @@
 //! change of the weight table affects future allocations only.
 
 use crate::kernel::{FaultError, Kernel, NodeMask};
-use crate::mem::{pte_mk, pte_node, pte_pfn, Lru, PTE_PRESENT};
+use crate::mem::{pte_maps_frame, pte_mk, pte_node, pte_pfn, Lru, PTE_PRESENT};
 use crate::vmstat::Vm;
 use tiermem_core::config::{region_matches, MbindConfig, Populate};
 use tiermem_core::interleave::{interleave_nid, weighted_interleave_nid};
@@ -238,7 +238,7 @@ impl Kernel {
             let v = &self.procs[p as usize].vmas[vi];
             for idx in v.pte_base..v.pte_base + v.pages {
                 let pte = self.procs[p as usize].ptes[idx as usize];
-                if pte & PTE_PRESENT != 0 && nmask & (1u64 << pte_node(pte)) == 0 {
+                if pte_maps_frame(pte) && nmask & (1u64 << pte_node(pte)) == 0 {
                     queued.push(idx);
                 }
             }

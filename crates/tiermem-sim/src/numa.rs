@@ -585,13 +585,6 @@ impl Kernel {
         if local + shared == 0 || failed > 0 {
             // Scan slower; the fault locality is kept (the kernel clears it only below).
             t.period_ms = max.min(t.period_ms * 2);
-            if std::env::var("TMDBG").is_ok() {
-                eprintln!(
-                    "{:.3} dbl tid{tid} loc={local},{remote},{failed} -> {}",
-                    now.secs_f64(),
-                    t.period_ms
-                );
-            }
             self.numa.mm[proc as usize].next_scan_ms = Self::now_ms(now) + t.period_ms;
             return;
         }
@@ -607,13 +600,6 @@ impl Kernel {
             -((NUMA_PERIOD_THRESHOLD - lr.max(ps)) as i64) * slot
         };
         t.period_ms = (t.period_ms as i64 + diff).clamp(min as i64, max as i64) as u64;
-        if std::env::var("TMDBG").is_ok() {
-            eprintln!(
-                "{:.3} upd tid{tid} loc={local},{remote} sh={shared} pr={private} -> {}",
-                now.secs_f64(),
-                t.period_ms
-            );
-        }
     }
 
     /// The hot threshold in effect on node `n` (ms), for the timeline.
@@ -681,7 +667,7 @@ mod tests {
         for i in 0..n {
             let node = place(i);
             k.procs[p as usize].policy = MemPolicy::new(PolicyMode::Bind, vec![NodeId(node)]);
-            k.handle_fault(p, i, false, NodeId(cpu), at(0)).unwrap();
+            k.handle_fault(p, i, true, NodeId(cpu), at(0)).unwrap();
         }
         k.procs[p as usize].policy = MemPolicy::default();
         let tid = k.numa_register_task(p, NodeId(cpu), at(0));

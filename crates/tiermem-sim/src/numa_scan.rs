@@ -152,16 +152,6 @@ impl Kernel {
         let c = &self.cfg.costs;
         let cost =
             SimDuration(c.numa_scan_pte.0 * budget.visited + c.numa_pte_update.0 * budget.updated);
-        if std::env::var("TMDBG").is_ok() {
-            eprintln!(
-                "{:.3} scan tid{tid} visited={} updated={} seq={} period={}",
-                now.secs_f64(),
-                budget.visited,
-                budget.updated,
-                self.numa.mm[proc].scan_seq,
-                period
-            );
-        }
         // Overhead cap: 32× the work's CPU time is added to node_stamp (≈ 3 % of runtime).
         self.numa.tasks[tid].node_stamp_ns += 32 * cost.ps() / 1000;
         cost

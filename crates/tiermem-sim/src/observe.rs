@@ -4,7 +4,7 @@
 //! [`tiermem_core::timeline::extra_columns`], which the live workload runner uses too.
 
 use crate::kernel::Kernel;
-use crate::mem::{pte_node, PTE_PRESENT};
+use crate::mem::{pte_maps_frame, pte_node};
 use tiermem_core::config::SimConfig;
 use tiermem_core::timeline::{extra_columns, ExtraColumn};
 
@@ -88,7 +88,7 @@ fn region_nodes(kernel: &Kernel, proc: u16, vma: usize) -> Vec<u64> {
     };
     let (a, b) = (v.pte_base as usize, (v.pte_base + v.pages) as usize);
     for &pte in &p.ptes[a..b.min(p.ptes.len())] {
-        if pte & PTE_PRESENT != 0 {
+        if pte_maps_frame(pte) {
             h[pte_node(pte)] += 1;
         }
     }

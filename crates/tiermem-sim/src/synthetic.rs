@@ -72,13 +72,21 @@ impl AccessGen {
                 continue;
             };
             let page = sampler.sample(rng.next_u64(), rng.next_u64());
+            let idx = base + page as u32;
             let kind = if (rng.next_u64() >> 32) < self.write_threshold {
+                // The live loop's store is a read-modify-write of the word: its load comes
+                // first, so an untouched page first maps the zero page, then is copied.
+                out.push(Access {
+                    idx,
+                    lines: 0,
+                    kind: K_READ,
+                });
                 K_WRITE
             } else {
                 K_READ
             };
             out.push(Access {
-                idx: base + page as u32,
+                idx,
                 lines: 1,
                 kind,
             });

@@ -4,8 +4,8 @@
 //!
 //! Each guest has three threads:
 //!
-//! * **boot**: touches every page of guest RAM once (reads, so the memory image installed at
-//!   start stays as it is: a guest restored from a snapshot, or `-mem-prealloc`), then
+//! * **boot**: touches every page of guest RAM once (reads of the memory image, which is
+//!   written before time 0: a guest restored from a snapshot, or `-mem-prealloc`), then
 //!   releases the writer;
 //! * **writer**: dirties pages at the configured rates (unique pages `unique_write_pct_per_s`,
 //!   shared ones `shared_write_pct_per_s`); a write gives the page a fresh content, and a
@@ -26,7 +26,7 @@ use serde::Serialize;
 use tiermem_core::ksm::{MergeMode, VmGuestConfig};
 use tiermem_core::mempolicy::{MemPolicy, PolicyMode};
 use tiermem_core::topology::Topology;
-use tiermem_core::units::{NodeId, SimDuration};
+use tiermem_core::units::{NodeId, SimDuration, SimTime};
 
 const BATCH: u32 = 256;
 /// Content ids of OS-image pages: `OS_BASE + image × OS_STRIDE + k`.
@@ -153,6 +153,19 @@ pub fn guest_nodes(g: &VmGuestConfig, topo: &Topology) -> Vec<NodeId> {
         .collect()
 }
 
+/// Write the guest's memory image before time 0 (QEMU restoring a snapshot, or
+/// `-mem-prealloc`): stores, so each page is allocated with the content set above rather
+/// than mapped to the zero page as a load of an untouched page would be.
+fn prealloc_image(kernel: &mut Kernel, proc: u16, node: NodeId, pages: u32) {
+    let base = kernel.procs[proc as usize].vmas[0].pte_base;
+    for idx in base..base + pages {
+        if let Err(e) = kernel.handle_fault(proc, idx, true, node, SimTime::ZERO) {
+            tracing::warn!(?e, proc, "writing the guest's memory image failed");
+            break;
+        }
+    }
+}
+
 /// Create the guests' processes and memory images; return their threads.
 pub fn build(
     g: &VmGuestConfig,
@@ -234,6 +247,7 @@ pub fn build(
             }
         }
         dup_next += dup_k.div_ceil(g.intra_dup_copies);
+        prealloc_image(kernel, proc, node, pages);
         let group = *barrier_groups;
         *barrier_groups += 1;
         let base = |gen: VmGen, cpa: SimDuration, latency_probe: bool| ThreadSpec {
