@@ -306,6 +306,9 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             .read_opt(&format!("{dir}/enabled"))?
             .and_then(|s| host::parse_bool(&s))
             .unwrap_or(false);
+        if module == "damon_reclaim" && enabled.as_deref() == Some("Y") {
+            note_damon_reclaim_regression(fs, &mut b.plan.notes)?;
+        }
         if let Some(e) = enabled {
             b.write(&format!("{dir}/enabled"), e, module, "")?;
         }
@@ -762,6 +765,23 @@ fn kernel_readback(_path: &str, original: &str) -> String {
     original.to_string()
 }
 
+/// Linux 6.11–6.16's DAMON_RECLAIM drops its scheme when enabled (see
+/// `tiermem_core::release`): say so in the plan, since the module will monitor and never
+/// reclaim on such a host.
+fn note_damon_reclaim_regression(fs: &HostFs, notes: &mut Vec<String>) -> Result<(), Error> {
+    let release = fs
+        .read_opt("/proc/sys/kernel/osrelease")?
+        .and_then(|r| tiermem_core::release::KernelRelease::parse(&r).ok());
+    if let Some(r) = release.filter(|r| r.damon_reclaim_drops_scheme()) {
+        let note = format!(
+            "damon_reclaim on Linux {r} drops its scheme when enabled (6.11 to 6.16, fixed in 6.17 by fed48693bdfe): it will monitor but never reclaim; use [damon] contexts (DAMON sysfs) instead"
+        );
+        tracing::warn!("{note}");
+        notes.push(note);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -955,6 +975,22 @@ mod tests {
             }
         );
         assert_eq!(p.actions.len(), 3);
+    }
+
+    #[test]
+    fn damon_reclaim_on_a_6_11_to_6_16_host_is_noted() {
+        let t = fake_two_node();
+        let cfg = "[damon_reclaim]\nenabled = true\nmin_age = 5000000\n";
+        t.set("/proc/sys/kernel/osrelease", "6.12.117+deb12-amd64\n");
+        let p = plan_for(cfg, &t).unwrap();
+        assert!(
+            p.notes.iter().any(|n| n.contains("drops its scheme")),
+            "{:?}",
+            p.notes
+        );
+        t.set("/proc/sys/kernel/osrelease", "6.17.1\n");
+        let p = plan_for(cfg, &t).unwrap();
+        assert!(!p.notes.iter().any(|n| n.contains("drops its scheme")));
     }
 
     #[test]

@@ -112,6 +112,11 @@ impl Default for EngineConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelConfig {
+    /// The kernel release whose behaviour to model where releases differ (`"6.12"`, or
+    /// `uname -r`'s text); default: the newest modelled behaviour. `tiermem validate` sets
+    /// it from the recording when a scenario leaves it out. See `release.rs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<crate::release::KernelRelease>,
     /// `/proc/sys/vm/watermark_scale_factor`, in 1/10000 of a zone (1..3000). Default 10.
     #[serde(default = "default_wsf")]
     pub watermark_scale_factor: u32,
@@ -254,6 +259,7 @@ fn default_wsf() -> u32 {
 impl Default for KernelConfig {
     fn default() -> Self {
         KernelConfig {
+            release: None,
             watermark_scale_factor: default_wsf(),
             min_free_kbytes: None,
             demotion_enabled: false,

@@ -32,6 +32,7 @@ pub mod interleave;
 pub mod ksm;
 pub mod mempolicy;
 pub mod presets;
+pub mod release;
 pub mod synthetic;
 pub mod timeline;
 pub mod timing;

@@ -8,6 +8,7 @@ use tiermem_core::damon::{
     GoalMetric, IntervalsGoal, LruSortParams, MonitoringAttrs, OpsKind, QuotaConfig, QuotaGoal,
     QuotaWeights, ReclaimParams, SchemeConfig, TieringParams, Watermarks, WmarkMetric,
 };
+use tiermem_core::release::KernelRelease;
 use tiermem_core::units::{NodeId, PAGE_SIZE};
 
 /// A context and the name it reports under.
@@ -285,7 +286,14 @@ pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> V
 
 /// Every context a `[kernel.damon]` section asks for, in a fixed order: hand-written
 /// contexts, then DAMON_RECLAIM, DAMON_LRU_SORT and tiering when enabled.
-pub fn contexts(cfg: &DamonConfig, node_range: impl Fn(NodeId) -> AddrRange) -> Vec<NamedContext> {
+///
+/// `release`: the kernel release modelled; on 6.11–6.16 DAMON_RECLAIM runs without its
+/// scheme ([`KernelRelease::damon_reclaim_drops_scheme`]).
+pub fn contexts(
+    cfg: &DamonConfig,
+    release: Option<KernelRelease>,
+    node_range: impl Fn(NodeId) -> AddrRange,
+) -> Vec<NamedContext> {
     let mut out: Vec<NamedContext> = cfg
         .contexts
         .iter()
@@ -296,7 +304,11 @@ pub fn contexts(cfg: &DamonConfig, node_range: impl Fn(NodeId) -> AddrRange) -> 
         })
         .collect();
     if let Some(r) = cfg.reclaim.as_ref().filter(|r| r.enabled) {
-        out.push(reclaim(r));
+        let mut c = reclaim(r);
+        if release.is_some_and(KernelRelease::damon_reclaim_drops_scheme) {
+            c.cfg.schemes.clear();
+        }
+        out.push(c);
     }
     if let Some(l) = cfg.lru_sort.as_ref().filter(|l| l.enabled) {
         out.push(lru_sort(l));

@@ -584,8 +584,12 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
                 .collect();
             let mut module_stats = BTreeMap::new();
             if k.name == "damon_reclaim" {
+                // Without its scheme (6.11-6.16, see KernelRelease) every statistic stays 0.
                 for &stat in tiermem_core::timeline::DAMON_RECLAIM_STATS {
-                    module_stats.insert(stat.into(), reclaim_module_stat(&schemes[0].stats, stat));
+                    let v = schemes
+                        .first()
+                        .map_or(0, |s| reclaim_module_stat(&s.stats, stat));
+                    module_stats.insert(stat.into(), v);
                 }
             } else if k.name == "damon_lru_sort" {
                 for (i, which) in ["hot", "cold"].iter().enumerate() {

@@ -345,9 +345,22 @@ impl Simulation {
             end: bases[n.idx()] + kernel.nodes[n.idx()].present * PAGE_SIZE,
         };
         let mut kdamonds = Vec::new();
-        for (i, nc) in tiermem_damon::modules::contexts(&cfg.kernel.damon, node_range)
-            .iter()
-            .enumerate()
+        if let Some(r) = cfg
+            .kernel
+            .release
+            .filter(|r| r.damon_reclaim_drops_scheme())
+        {
+            if cfg.kernel.damon.reclaim.as_ref().is_some_and(|p| p.enabled) {
+                tracing::warn!(
+                    "DAMON_RECLAIM on Linux {r}: the module drops its scheme when enabled (6.11 \
+                     to 6.16; fixed in 6.17 by fed48693bdfe), so it monitors but never reclaims"
+                );
+            }
+        }
+        for (i, nc) in
+            tiermem_damon::modules::contexts(&cfg.kernel.damon, cfg.kernel.release, node_range)
+                .iter()
+                .enumerate()
         {
             let seed = mix_seed(cfg.seed, 0xDA30, i as u64).next_u64();
             kdamonds.push(crate::damon::Kdamond::new(

@@ -190,11 +190,16 @@ impl Scenario {
     }
 
     /// Capacity = recorded `MemTotal`; reserved = what was in use at time 0 besides the
-    /// workload's own pages (`node<N>_used_pages` of the recording's first row).
+    /// workload's own pages (`node<N>_used_pages` of the recording's first row); the kernel
+    /// release modelled = the recorded one unless the scenario names one.
     fn apply_start_state(&mut self) -> Result<(), Error> {
         let Some(meta) = &self.meta else {
             return Ok(());
         };
+        if self.cfg.kernel.release.is_none() {
+            self.cfg.kernel.release =
+                tiermem_core::release::KernelRelease::parse(&meta.kernel_release).ok();
+        }
         let first = &self.kernel.rows[0];
         for (i, node) in self.cfg.machine.nodes.iter_mut().enumerate() {
             let Some(rec) = meta.nodes.iter().find(|n| n.id as usize == i) else {
