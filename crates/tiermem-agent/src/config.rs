@@ -728,7 +728,7 @@ pub mod limits {
     pub const MAX_RECLAIM_CGROUPS: usize = 256;
 }
 
-fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigError> {
+pub(crate) fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigError> {
     if u64::from(a.max_nr_regions) > limits::MAX_NR_REGIONS {
         return Err(ConfigError::invalid(
             format!("{key}.max_nr_regions"),

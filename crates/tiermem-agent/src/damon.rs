@@ -384,6 +384,20 @@ pub struct SchemeStats {
     pub qt_exceeds: u64,
 }
 
+impl SchemeStats {
+    /// A statistic by its file name in `stats/` (`sz_applied`); `None` for another name.
+    pub fn get(&self, file: &str) -> Option<u64> {
+        Some(match file {
+            "nr_tried" => self.nr_tried,
+            "sz_tried" => self.sz_tried,
+            "nr_applied" => self.nr_applied,
+            "sz_applied" => self.sz_applied,
+            "qt_exceeds" => self.qt_exceeds,
+            _ => return None,
+        })
+    }
+}
+
 /// The biggest top-level `System RAM` range of `/proc/iomem`, as `[start, end)`.
 pub fn biggest_system_ram(iomem: &str) -> Option<(u64, u64)> {
     iomem
@@ -572,13 +586,16 @@ impl DamonSysfs {
         Ok(())
     }
 
-    /// Turn every kdamond off and set `nr_kdamonds` back to `nr`.
+    /// Turn every kdamond off and set `nr_kdamonds` back to `nr`. A kdamond whose state
+    /// does not read `off` (or cannot be read) is sent `off`; the kernel refuses that for a
+    /// kdamond that is off or just exited (EINVAL), which is ignored: setting
+    /// `nr_kdamonds` is what must not be skipped.
     pub fn stop_all(&self, nr: u64) -> Result<(), Error> {
         let n = self.nr_kdamonds().unwrap_or(0);
         for k in 0..n {
             let st = format!("{KDAMONDS}/{k}/state");
-            if self.fs.read_opt(&st)?.as_deref().map(str::trim) == Some("on") {
-                // Writing off to a kdamond that just exited fails with EINVAL: ignore.
+            let off = matches!(self.fs.read_opt(&st), Ok(Some(s)) if s.trim() == "off");
+            if !off {
                 let _ = self.fs.write(&st, "off");
             }
         }
@@ -620,6 +637,18 @@ impl DamonSysfs {
     pub fn scheme_stats(&self, k: usize, s: usize) -> Result<SchemeStats, Error> {
         self.fs
             .write(&format!("{KDAMONDS}/{k}/state"), "update_schemes_stats")?;
+        self.read_scheme_stats(k, s)
+    }
+
+    /// Refresh the statistics of kdamond `k` once (the kdamond copies them at its next
+    /// check; the write returns after) and read its schemes `0..nr`.
+    pub fn schemes_stats(&self, k: usize, nr: usize) -> Result<Vec<SchemeStats>, Error> {
+        self.fs
+            .write(&format!("{KDAMONDS}/{k}/state"), "update_schemes_stats")?;
+        (0..nr).map(|s| self.read_scheme_stats(k, s)).collect()
+    }
+
+    fn read_scheme_stats(&self, k: usize, s: usize) -> Result<SchemeStats, Error> {
         let d = format!("{KDAMONDS}/{k}/contexts/0/schemes/{s}/stats");
         let g = |f: &str| self.fs.read_u64(&format!("{d}/{f}"));
         Ok(SchemeStats {

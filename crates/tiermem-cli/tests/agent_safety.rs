@@ -167,3 +167,38 @@ fn a_second_agent_is_refused_and_kill_9_is_undone_by_restore() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_restored(&root, &state);
 }
+
+/// `tiermem workload run` refuses a DAMON context it cannot run live before writing
+/// anything: exit code 2, the key named, every knob and DAMON sysfs as they were.
+#[test]
+fn workload_run_refuses_a_damon_context_it_cannot_run_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fake_host(&root);
+    let nr = root.join("sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds");
+    std::fs::create_dir_all(nr.parent().unwrap()).unwrap();
+    std::fs::write(&nr, "0\n").unwrap();
+    let spec = dir.path().join("s.toml");
+    std::fs::write(
+        &spec,
+        "duration = \"1s\"\n[machine]\nname = \"t\"\n[[machine.nodes]]\nid = 0\ncpus = 2\ncapacity = \"1GiB\"\nread_latency = \"80ns\"\nread_bandwidth = \"20GB/s\"\n[[machine.nodes]]\nid = 1\ncapacity = \"1GiB\"\nread_latency = \"240ns\"\nread_bandwidth = \"5GB/s\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\nregions = [{ start = 0, end = 1073741824 }]\n[[kernel.damon.contexts.schemes]]\naction = \"pageout\"\n[[workloads]]\ntype = \"synthetic\"\nname = \"app\"\n[[workloads.regions]]\nname = \"r\"\nsize = \"64KiB\"\npattern = \"uniform\"\nrate = 1000\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(bin())
+        .args(["workload", "run", "--root"])
+        .arg(&root)
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("kernel.damon.contexts[0].regions"), "{err}");
+    assert_eq!(std::fs::read_to_string(&nr).unwrap(), "0\n");
+    for (p, v) in KNOBS {
+        assert_eq!(knob(&root, p), v, "{p} untouched");
+    }
+    assert!(!out.exists(), "nothing written");
+}

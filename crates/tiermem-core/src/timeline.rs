@@ -36,6 +36,23 @@ pub fn damon_reclaim_column(stat: &str) -> String {
     format!("damon_reclaim_{stat}")
 }
 
+/// A DAMOS scheme's statistics (`kdamonds/<K>/contexts/0/schemes/<S>/stats/`, the files of
+/// `struct damos_stat`), all cumulative: in the timeline for every scheme of every
+/// `[[kernel.damon.contexts]]`. `nr_*` count regions, `sz_*` bytes.
+pub const DAMOS_STATS: &[&str] = &[
+    "nr_tried",
+    "sz_tried",
+    "nr_applied",
+    "sz_applied",
+    "qt_exceeds",
+];
+
+/// The timeline column of statistic `stat` of scheme `scheme` of context `context`:
+/// `damon_ctx<C>_scheme<S>_<stat>` (`damon_ctx0_scheme0_sz_applied`).
+pub fn damos_column(context: usize, scheme: usize, stat: &str) -> String {
+    format!("damon_ctx{context}_scheme{scheme}_{stat}")
+}
+
 pub fn ksm_column(file: &str) -> String {
     if file.starts_with("ksm_") {
         file.to_string()
@@ -105,10 +122,17 @@ pub enum ExtraColumn {
     Accesses { workload: usize },
     /// A DAMON_RECLAIM statistic ([`DAMON_RECLAIM_STATS`]).
     DamonReclaim(&'static str),
+    /// A statistic ([`DAMOS_STATS`]) of scheme `scheme` of `kernel.damon.contexts[context]`.
+    DamosStat {
+        context: usize,
+        scheme: usize,
+        stat: &'static str,
+    },
 }
 
-/// The extra columns of a config, in timeline order with their names: KSM counters, then
-/// for each synthetic workload its regions × nodes, its scan sequence and its accesses.
+/// The extra columns of a config, in timeline order with their names: KSM counters,
+/// DAMON_RECLAIM's statistics, the statistics of each context's schemes, then for each
+/// synthetic workload its regions × nodes, its scan sequence and its accesses.
 pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String)> {
     let mut out = Vec::new();
     if cfg.kernel.ksm.is_some() {
@@ -119,6 +143,20 @@ pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String
     if cfg.kernel.damon.reclaim.as_ref().is_some_and(|r| r.enabled) {
         for &s in DAMON_RECLAIM_STATS {
             out.push((ExtraColumn::DamonReclaim(s), damon_reclaim_column(s)));
+        }
+    }
+    for (context, c) in cfg.kernel.damon.contexts.iter().enumerate() {
+        for scheme in 0..c.schemes.len() {
+            for &stat in DAMOS_STATS {
+                out.push((
+                    ExtraColumn::DamosStat {
+                        context,
+                        scheme,
+                        stat,
+                    },
+                    damos_column(context, scheme, stat),
+                ));
+            }
         }
     }
     let nr_nodes = cfg.machine.nodes.len();
@@ -149,4 +187,39 @@ pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_scheme_of_each_context_has_its_statistics_columns() {
+        let cfg = crate::config::SimConfig::from_toml_str(
+            "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\n[[kernel.damon.contexts.schemes]]\naction = \"pageout\"\n[[kernel.damon.contexts.schemes]]\naction = \"stat\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = extra_columns(&cfg)
+            .into_iter()
+            .filter(|(c, _)| matches!(c, ExtraColumn::DamosStat { .. }))
+            .map(|(_, n)| n)
+            .collect();
+        assert_eq!(
+            names.len(),
+            10,
+            "two schemes of context 0, none of context 1"
+        );
+        assert_eq!(
+            &names[..5],
+            [
+                "damon_ctx0_scheme0_nr_tried",
+                "damon_ctx0_scheme0_sz_tried",
+                "damon_ctx0_scheme0_nr_applied",
+                "damon_ctx0_scheme0_sz_applied",
+                "damon_ctx0_scheme0_qt_exceeds",
+            ]
+        );
+        assert_eq!(names[9], "damon_ctx0_scheme1_qt_exceeds");
+    }
 }

@@ -1,6 +1,7 @@
 //! Extra timeline columns (an observer: it reads kernel state, never changes it): KSM's
-//! sysfs counters, where each synthetic region's pages are (`numa_maps`), the NUMA
-//! scanner's sequence and accesses per synthetic workload. Columns and names come from
+//! sysfs counters, DAMON_RECLAIM's and each context's DAMOS statistics, where each
+//! synthetic region's pages are (`numa_maps`), the NUMA scanner's sequence and accesses
+//! per synthetic workload. Columns and names come from
 //! [`tiermem_core::timeline::extra_columns`], which the live workload runner uses too.
 
 use crate::kernel::Kernel;
@@ -73,8 +74,40 @@ impl ExtraColumns {
                 ExtraColumn::DamonReclaim(stat) => reclaim
                     .and_then(|k| k.ctx.schemes.first())
                     .map_or(0, |s| crate::damon::reclaim_module_stat(&s.stat, stat)),
+                ExtraColumn::DamosStat {
+                    context,
+                    scheme,
+                    stat,
+                } => context_scheme_stat(kdamonds, context, scheme, stat),
             })
             .collect()
+    }
+}
+
+/// A statistic of scheme `scheme` of `kernel.damon.contexts[context]`, whose kdamond is
+/// named `ctx<context>` (`tiermem_damon::modules::contexts`); names as in `stats/`.
+fn context_scheme_stat(
+    kdamonds: &[crate::damon::Kdamond],
+    context: usize,
+    scheme: usize,
+    stat: &str,
+) -> u64 {
+    let name = format!("ctx{context}");
+    let Some(s) = kdamonds
+        .iter()
+        .find(|k| k.name == name)
+        .and_then(|k| k.ctx.schemes.get(scheme))
+    else {
+        return 0;
+    };
+    let st = &s.stat;
+    match stat {
+        "nr_tried" => st.nr_tried,
+        "sz_tried" => st.sz_tried,
+        "nr_applied" => st.nr_applied,
+        "sz_applied" => st.sz_applied,
+        "qt_exceeds" => st.qt_exceeds,
+        _ => 0,
     }
 }
 

@@ -123,7 +123,7 @@ fn run(mut p: Plan, t: usize, seed: u64, t0_ns: u64, sh: &Shared) -> ThreadStats
     }
     let pace_ns = p.pace.map(|x| x * 1e9);
     loop {
-        if n % 256 == 0 {
+        if n.is_multiple_of(256) {
             c.accesses[t].store(n, Ordering::Relaxed);
             if stopping() || end.is_some_and(|e| monotonic_ns() >= e) {
                 break;

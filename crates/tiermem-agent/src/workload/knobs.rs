@@ -38,16 +38,18 @@ fn knob(path: impl Into<String>, value: impl ToString) -> Knob {
     }
 }
 
-/// The writes of a scenario: (before population, at time 0).
+/// The writes of a scenario: (before population, at time 0), and the kdamonds started at
+/// time 0 (filled in by [`super::damon::plan`]; [`plan`] leaves them empty).
 pub struct KnobPlan {
     pub before: Vec<Knob>,
     pub at_start: Vec<Knob>,
+    pub kdamonds: Vec<crate::damon::ConfiguredKdamond>,
 }
 
 /// Translate `[kernel]` into knob writes. Settings that are simulator assumptions, not
 /// kernel knobs (`numa.promotion` other than the current kernel's, `numa.model_scale`,
-/// swap and zram devices, DAMON contexts) are refused or left to the host's setup, with a
-/// message naming the key.
+/// swap and zram devices) are refused or left to the host's setup, with a message naming
+/// the key. DAMON contexts are kdamonds, not knobs: [`super::damon`].
 /// `host_total_pages`: the host's memory (sum of the nodes' `MemTotal`), from which the
 /// simulator's default `min_free_kbytes` follows.
 pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<KnobPlan, Error> {
@@ -130,7 +132,11 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
         before.push(smart);
         at_start.push(knob(format!("{KSM_DIR}/run"), ksm.run));
     }
-    Ok(KnobPlan { before, at_start })
+    Ok(KnobPlan {
+        before,
+        at_start,
+        kdamonds: Vec::new(),
+    })
 }
 
 /// The `damon_reclaim` module's parameter directory.
@@ -264,7 +270,6 @@ fn refuse_simulator_only(k: &KernelConfig) -> Result<(), Error> {
         }
     }
     for (key, set) in [
-        ("kernel.damon.contexts", !k.damon.contexts.is_empty()),
         ("kernel.damon.lru_sort", k.damon.lru_sort.is_some()),
         ("kernel.damon.tiering", k.damon.tiering.is_some()),
     ] {

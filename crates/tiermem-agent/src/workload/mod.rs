@@ -5,14 +5,16 @@
 //! (nothing written yet; any error ends here); record every knob's original in the state
 //! file and write the scenario's `[kernel]` knobs (NUMA balancing off); map, place and
 //! populate the regions; start the access threads, which wait; at time 0 switch NUMA
-//! balancing and ksmd on, take the baseline reading, release the threads; sample every
-//! `sim.sample_interval` until `duration`; stop the threads, restore every knob, write
+//! balancing and ksmd on, start the kdamonds of `[[kernel.damon.contexts]]` ([`damon`]),
+//! take the baseline reading, release the threads; sample every `sim.sample_interval`
+//! until `duration`; stop the kdamonds and the threads, restore every knob, write
 //! `timeline.csv` and `meta.json`. A signal (INT, TERM, HUP, QUIT) or an error after the
 //! first write still restores; after `kill -9`, `tiermem agent --restore --state-file
 //! DIR/knobs.state` does.
 
 pub mod access;
 pub mod control;
+pub mod damon;
 pub mod knobs;
 pub mod memory;
 mod process;
@@ -23,7 +25,7 @@ use crate::state::{Saved, StateRecorder};
 use crate::Error;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tiermem_core::config::{SimConfig, WorkloadConfig};
@@ -180,7 +182,8 @@ fn prepare(
 /// Run the scenario at `spec` and write `timeline.csv` and `meta.json` to `opts.out`.
 pub fn run(spec: &Path, fs: &HostFs, opts: &Options) -> Result<Meta, Error> {
     let (cfg, wi, cpus, total_pages) = prepare(spec, fs, opts)?;
-    let plan = knobs::plan(&cfg.kernel, cfg.machine.nodes.len(), total_pages)?;
+    let mut plan = knobs::plan(&cfg.kernel, cfg.machine.nodes.len(), total_pages)?;
+    plan.kdamonds = damon::plan(&cfg.kernel, wi)?;
     knobs::check_swap_devices(
         &cfg.kernel,
         &fs.read_opt("/proc/swaps")?.unwrap_or_default(),
@@ -202,6 +205,7 @@ pub fn run(spec: &Path, fs: &HostFs, opts: &Options) -> Result<Meta, Error> {
             });
         }
     }
+    damon::check_host(fs, &plan.kdamonds)?;
     std::fs::create_dir_all(&opts.out).map_err(|e| Error::io(&opts.out, "create directory", e))?;
     let state = opts
         .state_file
@@ -272,6 +276,9 @@ fn apply_and_record(
     let WorkloadConfig::Synthetic(s) = &cfg.workloads[wi] else {
         return Err(Error::Other("not a synthetic workload".into()));
     };
+    // Recorded before the knobs (restored after them), as the agent does: the probe
+    // builds and removes a throw-away kdamond.
+    damon::probe(fs, rec, &plan.kdamonds)?;
     for k in &plan.before {
         write_knob(fs, rec, k, "before", knob_log)?;
     }
@@ -281,6 +288,9 @@ fn apply_and_record(
     );
     let child = process::spawn(s, wi, cpus, cfg.seed, shared.clone())?;
     let outcome = drive(cfg, s, fs, opts, plan, rec, knob_log, &shared, &child);
+    // drive stops the kdamonds with the recording; again here for the paths that leave
+    // it early (idempotent; the restore below would stop them too, but after the knobs).
+    let kdamonds_stopped = damon::stop(fs, &plan.kdamonds);
     shared.get().set_phase(control::STOPPING);
     let exited = child.wait();
     // max_page_sharing and merge_across_nodes refuse changes (EBUSY) while KSM pages
@@ -298,6 +308,7 @@ fn apply_and_record(
     } = outcome?;
     exited?;
     unmerged?;
+    kdamonds_stopped?;
     let c = shared.get();
     let threads = (0..s.threads as usize)
         .map(|t| access::ThreadStats {
@@ -372,12 +383,53 @@ fn drive(
     for k in &plan.at_start {
         write_knob(fs, rec, k, "at time 0", knob_log)?;
     }
+    start_kdamonds(fs, plan, child, knob_log)?;
+    let poller = damon::StatsPoller::new(fs, &plan.kdamonds);
+    let stop = AtomicBool::new(false);
+    let every = Duration::from_secs_f64(cfg.sim.sample_interval.secs_f64().max(0.01));
+    let sampled = std::thread::scope(|scope| {
+        let polling = (!poller.is_empty()).then(|| scope.spawn(|| poller.run(every, &stop)));
+        let r = sample_from_t0(cfg, s, fs, opts, c, child, poller.latest());
+        stop.store(true, Ordering::SeqCst);
+        // Turning the kdamonds off also ends a statistics request the poller waits on;
+        // they can be removed once it has returned.
+        damon::turn_off(fs, &plan.kdamonds);
+        if let Some(Err(_)) = polling.map(|h| h.join()) {
+            tracing::error!("the DAMOS statistics thread panicked");
+        }
+        let removed = damon::remove(fs, &plan.kdamonds);
+        r.and_then(|r| removed.map(|()| r))
+    });
+    let (rows, free0, t0) = sampled?;
+    Ok(Recorded {
+        rows,
+        free0,
+        populate_seconds,
+        t0_monotonic_s: t0 as f64 * 1e-9,
+    })
+}
+
+/// Rows of one run: (CSV rows with the header, free pages per node at time 0, time 0 in
+/// CLOCK_MONOTONIC ns).
+type Sampled = (Vec<String>, Vec<Option<u64>>, u64);
+
+/// Read the baseline, start time 0 (release the threads) and sample to the end.
+fn sample_from_t0(
+    cfg: &SimConfig,
+    s: &SyntheticConfig,
+    fs: &HostFs,
+    opts: &Options,
+    c: &control::Control,
+    child: &process::Child,
+    damos: damon::LatestStats,
+) -> Result<Sampled, Error> {
     let regions = memory::layout(s);
     let proc_dir = opts
         .proc_dir
         .clone()
         .unwrap_or_else(|| format!("/proc/{}", child.pid));
-    let mut sampler = sample::Sampler::new(fs.clone(), cfg, child.workload, proc_dir, regions);
+    let mut sampler =
+        sample::Sampler::new(fs.clone(), cfg, child.workload, proc_dir, regions).with_damos(damos);
     let base = sampler.read()?;
     // The workload process's VMAs at time 0: the scanner walks all of them, not just the
     // regions (see docs/fidelity.md on the PID filter).
@@ -397,12 +449,30 @@ fn drive(
     c.set_phase(control::RUNNING);
     let mut rows = vec![sampler.header().join(",")];
     rows.extend(record(cfg, &sampler, c, s.threads as usize, base, opts)?);
-    Ok(Recorded {
-        rows,
-        free0,
-        populate_seconds,
-        t0_monotonic_s: t0 as f64 * 1e-9,
-    })
+    Ok((rows, free0, t0))
+}
+
+/// Start the kdamonds of `[[kernel.damon.contexts]]` (the workload process is the `vaddr`
+/// target) and log their sysfs writes in `meta.json`'s knobs.
+fn start_kdamonds(
+    fs: &HostFs,
+    plan: &knobs::KnobPlan,
+    child: &process::Child,
+    knob_log: &mut Vec<KnobMeta>,
+) -> Result<(), Error> {
+    let pid = i32::try_from(child.pid)
+        .map_err(|_| Error::Other(format!("workload pid {} out of range", child.pid)))?;
+    let (writes, kdamond_pids) = damon::start(fs, &plan.kdamonds, pid)?;
+    if !kdamond_pids.is_empty() {
+        tracing::info!(?kdamond_pids, "kdamonds of kernel.damon.contexts started");
+    }
+    knob_log.extend(writes.into_iter().map(|(path, value)| KnobMeta {
+        path,
+        value,
+        original: None,
+        when: "at time 0 (kdamond)",
+    }));
+    Ok(())
 }
 
 /// `run = 2`: ksmd breaks every KSM page; wait until none is left (up to a minute).
@@ -595,6 +665,112 @@ rate = 20000
         let acc: u64 = rows[3][col("app.accesses")].parse().unwrap();
         assert!(acc > 1000, "{acc} accesses at 20k/s for 0.3 s");
         assert!(out.join("meta.json").exists());
+    }
+
+    fn options(out: PathBuf) -> Options {
+        Options {
+            out,
+            duration_s: None,
+            state_file: None,
+            progress_every_s: 0.0,
+            proc_dir: Some("/proc/self".into()),
+        }
+    }
+
+    /// A two-node fake host with DAMON sysfs (one 6.12 kdamond's files) and the scenario
+    /// with a paddr pageout context.
+    fn damon_host(dir: &Path) -> (crate::fs::fake::FakeTree, PathBuf) {
+        let t = fake_two_node();
+        t.set(
+            "/proc/self/numa_maps",
+            "200000000000 default anon=16 N0=16\n",
+        );
+        t.set(knobs::THP_ENABLED, "always madvise [never]\n");
+        t.set("/proc/sys/vm/min_free_kbytes", "67584\n");
+        t.set("/proc/iomem", "00100000-7fffffff : System RAM\n");
+        t.set(&format!("{}/nr_kdamonds", crate::damon::KDAMONDS), "0");
+        crate::damon::fake_kdamond_6_12(&t);
+        let text = SCENARIO.replace(
+            "[sim]",
+            "[[kernel.damon.contexts]]\nops = \"paddr\"\n[[kernel.damon.contexts.schemes]]\naction = \"pageout\"\naccess_pattern = { min_nr_accesses = 0, max_nr_accesses = 0, min_age = 50 }\nquotas = { sz = 268435456, reset_interval_ms = 1000 }\n[sim]",
+        );
+        let spec = dir.join("s.toml");
+        std::fs::write(&spec, &text).unwrap();
+        let cfg = SimConfig::from_toml_str(&text, "s.toml").unwrap();
+        let kds = damon::plan(&cfg.kernel, 0).unwrap();
+        let d = crate::damon::DamonSysfs::new(t.fs());
+        for (p, _) in d.spec_writes(0, &damon::specs(&kds, 1)[0]) {
+            if !t.fs().exists(&p) {
+                t.set(&p, "");
+            }
+        }
+        let stats = format!("{}/0/contexts/0/schemes/0/stats", crate::damon::KDAMONDS);
+        for f in tiermem_core::timeline::DAMOS_STATS {
+            t.set(&format!("{stats}/{f}"), "0");
+        }
+        (t, spec)
+    }
+
+    #[test]
+    fn damon_contexts_run_as_kdamonds_from_time_0_and_are_removed_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, spec) = damon_host(dir.path());
+        let k = crate::damon::KDAMONDS;
+        // The kernel's statistics move during the run.
+        let stats = format!("{k}/0/contexts/0/schemes/0/stats/sz_applied");
+        let stats = t.fs().path(&stats);
+        let bump = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(120));
+            std::fs::write(stats, "8192\n").unwrap();
+        });
+        let out = dir.path().join("out");
+        let meta = run(&spec, &t.fs(), &options(out.clone())).unwrap();
+        bump.join().unwrap();
+        assert_eq!(t.get(&format!("{k}/nr_kdamonds")), "0", "removed");
+        assert_eq!(t.get(&format!("{k}/0/contexts/0/operations")), "paddr");
+        assert_eq!(
+            t.get(&format!("{k}/0/contexts/0/schemes/0/quotas/bytes")),
+            "268435456"
+        );
+        assert!(!out.join("knobs.state").exists(), "restored in full");
+        assert!(
+            meta.knobs
+                .iter()
+                .any(|m| m.path.ends_with("schemes/0/action")
+                    && m.value == "pageout"
+                    && m.when == "at time 0 (kdamond)"),
+            "meta.json logs the kdamond's writes"
+        );
+        let csv = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        assert_eq!(rows[0][col("damon_ctx0_scheme0_nr_tried")], "0");
+        assert_eq!(rows[3][col("damon_ctx0_scheme0_nr_tried")], "0");
+        assert_eq!(
+            rows[3][col("damon_ctx0_scheme0_sz_applied")],
+            "8192",
+            "refreshed by the poller (update_schemes_stats) while sampling"
+        );
+    }
+
+    #[test]
+    fn a_kdamond_that_fails_to_start_leaves_damon_and_the_knobs_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, spec) = damon_host(dir.path());
+        let k = crate::damon::KDAMONDS;
+        // The kernel refuses `on` (here: the file cannot be opened for writing).
+        let state = t.fs().path(&format!("{k}/0/state"));
+        std::fs::remove_file(&state).unwrap();
+        std::fs::create_dir(&state).unwrap();
+        let out = dir.path().join("out");
+        let e = run(&spec, &t.fs(), &options(out.clone())).unwrap_err();
+        assert!(e.to_string().contains("kernel.damon.contexts"), "{e}");
+        assert_eq!(t.get(&format!("{k}/nr_kdamonds")), "0");
+        assert_eq!(t.get(NUMA_BALANCING), "0", "knobs restored");
+        assert!(!out.join("knobs.state").exists(), "restored in full");
+        assert!(!out.join("timeline.csv").exists());
     }
 
     #[test]

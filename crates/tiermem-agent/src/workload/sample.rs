@@ -4,10 +4,13 @@
 //! Sources: `/proc/vmstat` (cumulative counters, written relative to time 0 as the
 //! simulator's start at 0 there), `nodeN/meminfo` (`MemFree`), `/proc/self/numa_maps`
 //! (pages per node of each region, `N<n>=`), `/proc/self/sched` (`mm->numa_scan_seq`),
-//! `/sys/kernel/mm/ksm/*`. A column the host cannot measure (latencies, bandwidth, the
+//! `/sys/kernel/mm/ksm/*`, DAMON_RECLAIM's statistics parameters and the DAMOS statistics
+//! of each context's schemes (`kdamonds/<K>/contexts/0/schemes/<S>/stats/`, the latest
+//! a [`super::damon::StatsPoller`] read). A column the host cannot measure (latencies, bandwidth, the
 //! kernel's internal hot threshold, a counter this kernel lacks) is left empty.
 
 use super::memory::MappedRegion;
+use crate::damon::SchemeStats;
 use crate::fs::{parse_meminfo_kb, HostFs};
 use crate::Error;
 use std::collections::BTreeMap;
@@ -30,6 +33,8 @@ pub struct Reading {
     pub ksm: BTreeMap<String, u64>,
     /// DAMON_RECLAIM's statistics parameters.
     pub damon_reclaim: BTreeMap<String, u64>,
+    /// DAMOS statistics by (context, scheme).
+    pub damos: BTreeMap<(usize, usize), SchemeStats>,
 }
 
 /// Reads the host for one workload's process.
@@ -42,6 +47,8 @@ pub struct Sampler {
     header: Vec<String>,
     extra: Vec<ExtraColumn>,
     workload: usize,
+    /// The latest DAMOS statistics ([`Sampler::with_damos`]).
+    damos: Option<super::damon::LatestStats>,
     baseline: Option<Reading>,
 }
 
@@ -65,8 +72,15 @@ impl Sampler {
             header,
             extra,
             workload,
+            damos: None,
             baseline: None,
         }
+    }
+
+    /// Read the DAMOS statistics columns from `latest` (kept fresh by a poller thread).
+    pub fn with_damos(mut self, latest: super::damon::LatestStats) -> Self {
+        self.damos = Some(latest);
+        self
     }
 
     pub fn header(&self) -> &[String] {
@@ -75,6 +89,11 @@ impl Sampler {
 
     /// Read everything now.
     pub fn read(&self) -> Result<Reading, Error> {
+        let damos = self
+            .damos
+            .as_ref()
+            .and_then(|l| l.lock().ok().map(|m| m.clone()))
+            .unwrap_or_default();
         let vmstat = parse_vmstat(&self.fs.read("/proc/vmstat")?);
         let node_free_pages = (0..self.nr_nodes)
             .map(|n| {
@@ -121,6 +140,7 @@ impl Sampler {
             scan_seq,
             ksm,
             damon_reclaim,
+            damos,
         })
     }
 
@@ -182,6 +202,11 @@ impl Sampler {
                     }
                     None => String::new(),
                 },
+                ExtraColumn::DamosStat {
+                    context,
+                    scheme,
+                    stat,
+                } => damos_cell(r, base, (context, scheme), stat),
                 ExtraColumn::RegionNode {
                     workload,
                     region,
@@ -204,6 +229,17 @@ impl Sampler {
             });
         }
         cells.join(",")
+    }
+}
+
+/// A DAMOS statistic relative to time 0 (empty when unread).
+fn damos_cell(r: &Reading, base: Option<&Reading>, at: (usize, usize), stat: &str) -> String {
+    let get = |r: &Reading| r.damos.get(&at).and_then(|s| s.get(stat));
+    match get(r) {
+        Some(x) => x
+            .saturating_sub(base.and_then(get).unwrap_or(0))
+            .to_string(),
+        None => String::new(),
     }
 }
 

@@ -101,7 +101,7 @@ fn fmt_count(v: f64) -> String {
 pub enum Unit {
     /// Pages: the floor is 1 % of the workload's pages.
     Pages,
-    /// Bytes (`damon_reclaim_bytes_*`): the same floor in bytes.
+    /// Bytes (`damon_reclaim_bytes_*`, a DAMOS scheme's `sz_*`): the same floor in bytes.
     Bytes,
     /// Events (scan passes, full scans, stable nodes, regions, quota exceeds, accesses):
     /// half an event.
@@ -110,6 +110,13 @@ pub enum Unit {
 
 /// The unit of a timeline column.
 pub fn unit_of(column: &str) -> Unit {
+    if let Some(stat) = damos_stat_of(column) {
+        return if stat.starts_with("sz_") {
+            Unit::Bytes
+        } else {
+            Unit::Events
+        };
+    }
     if column.contains("bytes") {
         Unit::Bytes
     } else if column.ends_with(".numa_scan_seq")
@@ -129,6 +136,15 @@ pub fn unit_of(column: &str) -> Unit {
     } else {
         Unit::Pages
     }
+}
+
+/// The statistic of a DAMOS scheme column (`damon_ctx0_scheme0_sz_tried` → `sz_tried`).
+fn damos_stat_of(column: &str) -> Option<&'static str> {
+    let rest = column.strip_prefix("damon_ctx")?;
+    tiermem_core::timeline::DAMOS_STATS
+        .iter()
+        .copied()
+        .find(|s| rest.ends_with(&format!("_{s}")) && rest.contains("_scheme"))
 }
 
 fn count_row(check: String, k: f64, s: f64, tol: &Tolerances) -> CheckResult {
@@ -422,6 +438,16 @@ mod tests {
         time_s: 0.5,
         exact_rel: 0.01,
     };
+
+    #[test]
+    fn damos_statistics_count_bytes_or_events() {
+        assert_eq!(unit_of("damon_ctx0_scheme0_sz_tried"), Unit::Bytes);
+        assert_eq!(unit_of("damon_ctx1_scheme2_sz_applied"), Unit::Bytes);
+        assert_eq!(unit_of("damon_ctx0_scheme0_nr_applied"), Unit::Events);
+        assert_eq!(unit_of("damon_ctx0_scheme0_qt_exceeds"), Unit::Events);
+        assert_eq!(unit_of("damon_reclaim_nr_quota_exceeds"), Unit::Events);
+        assert_eq!(unit_of("app.cold.N0"), Unit::Pages);
+    }
 
     #[test]
     fn final_counts_pass_within_ten_percent() {
