@@ -170,6 +170,10 @@ class Node(_Table):
     #: Memory held from the start by the kernel and other programs (``MemTotal - MemFree``
     #: of an idle host); ``tiermem validate`` sets it from a recording.
     reserved: Optional[Size] = None
+    #: Free memory in the per-CPU pagesets at the start and their summed ``high`` marks
+    #: (``/proc/zoneinfo``); ``tiermem validate`` sets them from a recording.
+    pagesets: Optional[Size] = None
+    pagesets_high: Optional[Size] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -252,6 +256,7 @@ class KernelCosts(_Table):
     """``[kernel.costs]``: CPU costs of kernel paths (assumptions, see docs/model.md)."""
 
     anon_fault: Optional[Duration] = None
+    zero_page_fault: Optional[Duration] = None
     swapin_fault: Optional[Duration] = None
     reclaim_scan_page: Optional[Duration] = None
     reclaim_unmap_page: Optional[Duration] = None
@@ -270,6 +275,8 @@ class Kernel(_Table):
     tiering); ``demotion_enabled`` is ``/sys/kernel/mm/numa/demotion_enabled``.
     """
 
+    #: The kernel release to model where releases differ (``"6.12"``); see docs/config.md.
+    release: Optional[str] = None
     watermark_scale_factor: Optional[int] = None
     min_free_kbytes: Optional[int] = None
     demotion_enabled: Optional[bool] = None

@@ -295,6 +295,8 @@ pub fn compute_tiers(nodes: &[HostNode]) -> Result<ComputedTiers, String> {
                     Some(MEMTIER_ADISTANCE_DRAM)
                 },
                 reserved: None,
+                pagesets: None,
+                pagesets_high: None,
             }
         })
         .collect();

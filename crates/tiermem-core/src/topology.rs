@@ -97,6 +97,19 @@ pub struct NodeConfig {
     /// validate` sets it from a recording's start state.
     #[serde(default)]
     pub reserved: Option<Bytes>,
+    /// Free memory of the node held in the per-CPU pagesets at the start (the sum of
+    /// `zoneinfo`'s pageset `count:` lines): free but not in `MemFree`, and not handed out
+    /// until the pagesets drain, which they do when kswapd runs on the node (with
+    /// `ZONE_RECLAIM_ACTIVE`, `nr_pcp_high` shrinks `pcp->high` and every free flushes) or
+    /// direct reclaim drains every CPU (`drain_all_pages`). Default 0. `tiermem validate`
+    /// sets it from a recording's `zoneinfo.txt`.
+    #[serde(default)]
+    pub pagesets: Option<Bytes>,
+    /// The pagesets' `high` marks at the start, summed over CPUs (`zoneinfo`'s `high:`
+    /// lines): `vmstat_update` lowers them by an eighth a second (`decay_pcp_high`) and
+    /// frees what lies above. Default: `pagesets` (so they decay from the first second).
+    #[serde(default)]
+    pub pagesets_high: Option<Bytes>,
 }
 
 /// How abstract distances are computed (`[machine] adistance = ...`).
@@ -195,6 +208,10 @@ pub struct Node {
     pub adistance: u32,
     /// Memory held by the kernel and other programs from the start.
     pub reserved: Bytes,
+    /// Free memory in the per-CPU pagesets at the start (see [`NodeConfig::pagesets`]).
+    pub pagesets: Bytes,
+    /// Their `high` marks (see [`NodeConfig::pagesets_high`]).
+    pub pagesets_high: Bytes,
 }
 
 impl Node {
@@ -371,6 +388,8 @@ impl Topology {
                     },
                     adistance: 0,
                     reserved: nc.reserved.unwrap_or(Bytes(0)),
+                    pagesets: nc.pagesets.unwrap_or(Bytes(0)),
+                    pagesets_high: nc.pagesets_high.or(nc.pagesets).unwrap_or(Bytes(0)),
                 }
             })
             .collect();
@@ -596,6 +615,8 @@ mod tests {
             duplex: None,
             adistance: None,
             reserved: None,
+            pagesets: None,
+            pagesets_high: None,
         }
     }
 

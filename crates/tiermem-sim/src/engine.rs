@@ -800,10 +800,10 @@ impl Simulation {
         for t in 0..self.threads.len() {
             self.update_latency_table(t);
         }
-        // vmstat_update: the per-CPU differentials are folded once a second.
+        // vmstat_update, once a second.
         const SEC_PS: u64 = 1_000_000_000_000;
         if (self.now + window_ps) / SEC_PS > self.now / SEC_PS {
-            self.kernel.vmstat.fold();
+            self.kernel.vmstat_update();
         }
         // Scheduler tick of each running task: the NUMA scanner runs in task context.
         let now = SimTime(self.now + window_ps);

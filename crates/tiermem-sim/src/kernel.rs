@@ -266,6 +266,22 @@ impl Kernel {
         }
     }
 
+    /// `vmstat_update`, once a second: fold the counters' differentials and decay the
+    /// pagesets' high marks.
+    pub fn vmstat_update(&mut self) {
+        self.vmstat.fold();
+        let cpus = self
+            .topo
+            .nodes
+            .iter()
+            .map(|n| n.cpus as u64)
+            .sum::<u64>()
+            .max(1);
+        for node in &mut self.nodes {
+            node.decay_pagesets(cpus);
+        }
+    }
+
     /// The nodes' memory at boot: zones as `zone_sizes_init` derives them from the nodes'
     /// physical ranges ([`tiermem_core::watermarks::node_zones`]), each zone's watermarks
     /// (`__setup_per_zone_wmarks`: `min_free_kbytes` split over every zone by managed pages)
@@ -295,6 +311,8 @@ impl Kernel {
         }
         for (node, nc) in nodes.iter_mut().zip(&topo.nodes) {
             node.take_kernel_pages(nc.reserved.pages_floor().0);
+            node.pagesets = node.take_kernel_pages(nc.pagesets.pages_floor().0);
+            node.pagesets_high = nc.pagesets_high.pages_floor().0;
         }
         nodes
     }
@@ -691,6 +709,9 @@ impl Kernel {
         if k.awake || k.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced(n) {
             return;
         }
+        // Reclaim is active on the node's zones: nr_pcp_high shrinks the pagesets' high
+        // marks and frees flush them back to the buddy lists.
+        self.nodes[n].drain_pagesets();
         let k = &mut self.kswapd[n];
         k.awake = true;
         k.reset_sweep();
@@ -775,6 +796,10 @@ impl Kernel {
         let mut total = ReclaimResult::default();
         if let Some(&first) = zl.first() {
             self.vmstat.inc(first, Vm::AllocstallMovable);
+        }
+        // __alloc_pages_direct_reclaim retries after drain_all_pages: every CPU's pagesets.
+        for node in &mut self.nodes {
+            node.drain_pagesets();
         }
         let mut prio = DEF_PRIORITY as i32;
         while prio >= 0 && total.reclaimed < SWAP_CLUSTER_MAX {

@@ -171,6 +171,11 @@ pub struct NodeMem {
     pub present: u64,
     /// Free pages (all zones).
     pub free: u64,
+    /// Free pages held in the per-CPU pagesets (counted in `kernel_pages` until they drain:
+    /// not in the free counts, not allocatable).
+    pub pagesets: u64,
+    /// The pagesets' `high` marks, summed over CPUs.
+    pub pagesets_high: u64,
     /// Pages used by the kernel outside the LRU (reserved at boot, the zram pool).
     pub kernel_pages: u64,
     /// The node's watermarks summed over its zones (for reports).
@@ -211,6 +216,8 @@ impl NodeMem {
             present: present.0,
             free: present.0,
             kernel_pages: 0,
+            pagesets: 0,
+            pagesets_high: 0,
             wmark: Watermarks::default(),
             zones: Vec::new(),
             lru: [LruList::EMPTY; 2],
@@ -303,6 +310,36 @@ impl NodeMem {
         }
         self.free += back - left;
         self.kernel_pages -= back - left;
+    }
+
+    /// The per-CPU pagesets go back to the buddy lists (`drain_pages`).
+    pub fn drain_pagesets(&mut self) {
+        let p = std::mem::take(&mut self.pagesets);
+        self.return_kernel_pages(p);
+    }
+
+    /// `decay_pcp_high`, once a second from `vmstat_update`, on the node's pagesets summed
+    /// over `cpus`: `high` drops by an eighth, to no less than `count − (batch << 5)` per
+    /// CPU nor the zones' low watermark (`high_min`, the low watermark shared out over the
+    /// CPUs), and the pages above `high` are freed. `batch` is 63 (`zone_batchsize` of a
+    /// zone over 256 MiB).
+    pub fn decay_pagesets(&mut self, cpus: u64) {
+        if self.pagesets == 0 {
+            return;
+        }
+        const BATCH_SCALED: u64 = 63 << 5;
+        let high_min: u64 = self.zones.iter().map(|z| z.wmark.low).sum();
+        let high = self
+            .pagesets
+            .saturating_sub(BATCH_SCALED * cpus)
+            .max(self.pagesets_high - self.pagesets_high / 8)
+            .max(high_min);
+        self.pagesets_high = high;
+        if self.pagesets > high {
+            let d = self.pagesets - high;
+            self.pagesets = high;
+            self.return_kernel_pages(d);
+        }
     }
 
     /// Pages holding user data (mapped frames).
@@ -453,6 +490,31 @@ impl NodeMem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pagesets_decay_by_an_eighth_of_high_then_drain_above_it() {
+        let mut n = NodeMem::new(Pages(100_000));
+        n.pagesets = n.take_kernel_pages(5_000);
+        n.pagesets_high = 20_000;
+        let free0 = n.free;
+        // high: 20000 → 17500 → 15313 → … → 5264 stays above 5000 for 10 seconds.
+        for _ in 0..10 {
+            n.decay_pagesets(2);
+            assert_eq!(n.pagesets, 5_000);
+        }
+        n.decay_pagesets(2);
+        assert_eq!((n.pagesets, n.pagesets_high), (4_606, 4_606));
+        assert_eq!(n.free + n.pagesets, free0 + 5_000);
+        for _ in 0..60 {
+            n.decay_pagesets(2);
+        }
+        // Down to high_min, the zones' low watermark (0 here; an eighth of less than 8
+        // pages rounds to nothing, as in the kernel).
+        assert!(n.pagesets < 8);
+        assert_eq!(n.free + n.pagesets, free0 + 5_000);
+        n.drain_pagesets();
+        assert_eq!((n.pagesets, n.free), (0, free0 + 5_000));
+    }
 
     #[test]
     fn frame_is_twenty_bytes() {

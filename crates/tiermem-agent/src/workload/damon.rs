@@ -200,11 +200,7 @@ pub type Started = (Vec<(String, String)>, Vec<i32>);
 
 /// Build and turn on one kdamond per context; returns every sysfs write made (for
 /// `meta.json`) and the kdamonds' thread ids.
-pub fn start(
-    fs: &HostFs,
-    kdamonds: &[ConfiguredKdamond],
-    pid: i32,
-) -> Result<Started, Error> {
+pub fn start(fs: &HostFs, kdamonds: &[ConfiguredKdamond], pid: i32) -> Result<Started, Error> {
     let specs = specs(kdamonds, pid);
     if specs.is_empty() {
         return Ok((Vec::new(), Vec::new()));

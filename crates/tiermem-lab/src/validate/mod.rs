@@ -201,6 +201,9 @@ impl Scenario {
                 tiermem_core::release::KernelRelease::parse(&meta.kernel_release).ok();
         }
         let first = &self.kernel.rows[0];
+        let pagesets = std::fs::read_to_string(self.kernel_dir.join("zoneinfo.txt"))
+            .map(|t| pageset_pages(&t))
+            .unwrap_or_default();
         for (i, node) in self.cfg.machine.nodes.iter_mut().enumerate() {
             let Some(rec) = meta.nodes.iter().find(|n| n.id as usize == i) else {
                 continue;
@@ -215,7 +218,16 @@ impl Scenario {
             let in_use = rec
                 .mem_total_bytes
                 .saturating_sub(rec.mem_free_bytes_at_start);
-            node.reserved = Some(Bytes(in_use.saturating_sub(used)));
+            // MemFree leaves out the pagesets' pages: they are free, not reserved.
+            let (count, high) = pagesets.get(&(i as u32)).copied().unwrap_or((0, 0));
+            let pcp = if node.pagesets.is_none() {
+                node.pagesets = Some(Bytes(count * PAGE_SIZE));
+                node.pagesets_high = Some(Bytes(high * PAGE_SIZE));
+                count * PAGE_SIZE
+            } else {
+                0
+            };
+            node.reserved = Some(Bytes(in_use.saturating_sub(used).saturating_sub(pcp)));
         }
         self.cfg.validate()?;
         Ok(())
@@ -368,5 +380,50 @@ impl Outcome {
             ),
         )?;
         Ok(d)
+    }
+}
+
+/// Pages in the per-CPU pagesets per node and their `high` marks: the sums of the
+/// `count:` and `high:` lines under each `Node N, zone Z` section of `/proc/zoneinfo`.
+fn pageset_pages(zoneinfo: &str) -> std::collections::BTreeMap<u32, (u64, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut node = None;
+    for line in zoneinfo.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            node = rest
+                .split(',')
+                .next()
+                .and_then(|n| n.trim().parse::<u32>().ok());
+            continue;
+        }
+        let Some(n) = node else { continue };
+        let t = line.trim();
+        let (field, value) = match (t.strip_prefix("count:"), t.strip_prefix("high:")) {
+            (Some(v), _) => (0, v),
+            (_, Some(v)) => (1, v),
+            _ => continue,
+        };
+        if let Ok(v) = value.trim().parse::<u64>() {
+            let e: &mut (u64, u64) = out.entry(n).or_insert((0, 0));
+            if field == 0 {
+                e.0 += v;
+            } else {
+                e.1 += v;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod pageset_tests {
+    #[test]
+    fn pagesets_are_summed_per_node_from_zoneinfo() {
+        let z = "Node 0, zone      DMA\n  pagesets\n    cpu: 0\n              count: 0\n              high:  0\n\
+                 Node 0, zone    DMA32\n  pagesets\n    cpu: 0\n              count: 3968\n              high:  15263\n              batch: 63\n  vm stats threshold: 16\n    cpu: 1\n              count: 1483\n              high:  6307\n\
+                 Node 1, zone    DMA32\n  pagesets\n    cpu: 0\n              count: 12\n              high:  100\n";
+        let p = super::pageset_pages(z);
+        assert_eq!(p[&0], (5451, 21570));
+        assert_eq!(p[&1], (12, 100));
     }
 }
