@@ -692,8 +692,11 @@ impl Simulation {
             self.sample_lat.1 += lines_total;
             if let Some(a) = fault {
                 let (proc, cpu) = (th.proc, th.cpu_node);
-                let write = a.kind & 3 != 0;
                 let pte = self.kernel.procs[proc as usize].ptes[a.idx as usize];
+                // Only a write-protected page lets a read-modify-write's load through; any
+                // other fault is the load's (the store retries and may fault again).
+                let write =
+                    a.kind & 3 != 0 && !(th.gen.stores_load_first() && pte & PTE_RDONLY == 0);
                 if pte & PTE_PROTNONE != 0 {
                     // A NUMA hint fault; the access then proceeds on the (possibly new) page.
                     let cost = self

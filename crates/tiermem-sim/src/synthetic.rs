@@ -43,7 +43,7 @@ pub struct AccessGen {
     /// Stores per 2^32 accesses.
     write_threshold: u64,
     /// Pages of the process image the loop stores to once per batch (see [`image_touches`]).
-    touches: [u32; 2],
+    touches: Vec<u32>,
 }
 
 impl SyntheticGen {
@@ -74,13 +74,7 @@ impl AccessGen {
             let page = sampler.sample(rng.next_u64(), rng.next_u64());
             let idx = base + page as u32;
             let kind = if (rng.next_u64() >> 32) < self.write_threshold {
-                // The live loop's store is a read-modify-write of the word: its load comes
-                // first, so an untouched page first maps the zero page, then is copied.
-                out.push(Access {
-                    idx,
-                    lines: 0,
-                    kind: K_READ,
-                });
+                // A read-modify-write (Generator::stores_load_first).
                 K_WRITE
             } else {
                 K_READ
@@ -91,7 +85,7 @@ impl AccessGen {
                 kind,
             });
         }
-        out.extend(self.touches.map(|idx| Access {
+        out.extend(self.touches.iter().map(|&idx| Access {
             idx,
             lines: 0,
             kind: K_WRITE,
@@ -139,7 +133,7 @@ pub fn build(
             schedule: s.schedule(),
             regions: region_samplers(s, kernel, proc),
             write_threshold: (((100 - s.read_ratio) as u64) << 32) / 100,
-            touches: image_touches(kernel, proc, s.regions.len(), s.threads, k),
+            touches: image_touches(&image, s.regions.len(), proc, kernel, k as usize),
         };
         let mut t = spec(
             wi,
@@ -245,16 +239,22 @@ pub fn process_image(threads: u32) -> Vec<ImageVma> {
 /// the thread takes a local hint fault right after each scan: that fault runs
 /// `task_numa_placement` and adapts the scan period at the start of the sequence, as on
 /// the live host (without it the first accounted fault came a sequence late).
-fn image_touches(kernel: &Kernel, proc: u16, regions: usize, threads: u32, k: u32) -> [u32; 2] {
-    let vmas = &kernel.procs[proc as usize].vmas;
-    // Image order (process_image): heap, then [arena, sigaltstack, thread-stack] per thread,
-    // then the control block.
-    let stack = &vmas[regions + 1 + 3 * k as usize + 2];
-    let control = &vmas[regions + 1 + 3 * threads as usize];
-    let present = |v: &ImageVma| v.present.min(v.pages);
-    let image = process_image(threads);
-    let stack_top = stack.pte_base + present(&image[1 + 3 * k as usize + 2]) - 1;
-    [stack_top, control.pte_base]
+fn image_touches(
+    image: &[ImageVma],
+    first: usize,
+    proc: u16,
+    kernel: &Kernel,
+    k: usize,
+) -> Vec<u32> {
+    let base = |i: usize| kernel.procs[proc as usize].vmas[first + i].pte_base;
+    let stack_top = image
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.name == "[thread-stack]")
+        .nth(k)
+        .map(|(i, v)| base(i) + v.present.min(v.pages).saturating_sub(1));
+    let control = image.iter().position(|v| v.name == "[control]").map(base);
+    stack_top.into_iter().chain(control).collect()
 }
 
 /// Fault in the image VMAs' present pages (first VMA index `first`), on the CPU's node.

@@ -72,6 +72,13 @@ pub enum Generator {
 }
 
 impl Generator {
+    /// The thread's stores are read-modify-writes of the word (the live workload runner's
+    /// loop): where a store would fault, its load half faults first (on an untouched page
+    /// that maps the zero page, which the store then copies).
+    pub fn stores_load_first(&self) -> bool {
+        matches!(self, Generator::Synthetic(_))
+    }
+
     /// Fill `out` (cleared first) or return a control step.
     pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
         out.clear();

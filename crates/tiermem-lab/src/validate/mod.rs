@@ -219,14 +219,12 @@ impl Scenario {
                 .mem_total_bytes
                 .saturating_sub(rec.mem_free_bytes_at_start);
             // MemFree leaves out the pagesets' pages: they are free, not reserved.
-            let (count, high) = pagesets.get(&(i as u32)).copied().unwrap_or((0, 0));
-            let pcp = if node.pagesets.is_none() {
+            if node.pagesets.is_none() {
+                let (count, high) = pagesets.get(&(i as u32)).copied().unwrap_or((0, 0));
                 node.pagesets = Some(Bytes(count * PAGE_SIZE));
                 node.pagesets_high = Some(Bytes(high * PAGE_SIZE));
-                count * PAGE_SIZE
-            } else {
-                0
-            };
+            }
+            let pcp = node.pagesets.map_or(0, |b| b.0);
             node.reserved = Some(Bytes(in_use.saturating_sub(used).saturating_sub(pcp)));
         }
         self.cfg.validate()?;
