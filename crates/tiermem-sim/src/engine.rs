@@ -721,12 +721,16 @@ impl Simulation {
                 };
                 match result {
                     Ok(cost) => {
-                        // The page fill: 64 streaming stores to the new page's node.
-                        let node = pte_node(self.kernel.procs[proc as usize].ptes[a.idx as usize]);
+                        // The page fill: 64 streaming stores to the new page's node (none
+                        // when a load mapped the shared zero page).
+                        let new = self.kernel.procs[proc as usize].ptes[a.idx as usize];
                         let th = &mut self.threads[ti];
-                        let slot = node * NR_KINDS + (K_NTWRITE | K_STREAM) as usize;
-                        let fill = 64 * th.lat[slot];
-                        th.win_lines[slot] += 64;
+                        let mut fill = 0;
+                        if new & PTE_ZERO == 0 {
+                            let slot = pte_node(new) * NR_KINDS + (K_NTWRITE | K_STREAM) as usize;
+                            fill = 64 * th.lat[slot];
+                            th.win_lines[slot] += 64;
+                        }
                         th.clock += cost.ps() + fill;
                         th.win_active += cost.ps() + fill;
                     }
