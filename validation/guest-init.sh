@@ -15,7 +15,7 @@ mkdir -p /tmp/out
 # tiermem_trace on the kernel command line (record.sh --trace): trace every task_numa_work
 # call with its duration (function_graph, depth 1), the scanner's VMA skips, kswapd's wakes,
 # sleeps and reclaim batches, ksmd's scans and migrations, for model work.
-if grep -q tiermem_trace /proc/cmdline; then
+if grep -qw tiermem_trace /proc/cmdline; then
   T=/sys/kernel/tracing
   [ -d $T/events ] || T=/sys/kernel/debug/tracing
   echo 8192 > $T/buffer_size_kb
@@ -28,6 +28,20 @@ if grep -q tiermem_trace /proc/cmdline; then
     ksm/ksm_stop_scan migrate/mm_migrate_pages; do
     echo 1 > $T/events/$e/enable 2>/dev/null
   done
+  echo 1 > $T/tracing_on
+fi
+# tiermem_trace_damon (record.sh --trace-damon): DAMOS applications, the pages reclaim
+# writes out, and every switch away from a kdamond with its stack (where it waits).
+if grep -q tiermem_trace_damon /proc/cmdline; then
+  T=/sys/kernel/tracing
+  [ -d $T/events ] || T=/sys/kernel/debug/tracing
+  echo 16384 > $T/buffer_size_kb
+  for e in damon/damos_before_apply vmscan/mm_vmscan_write_folio vmscan/mm_vmscan_kswapd_wake; do
+    echo 1 > $T/events/$e/enable 2>/dev/null
+  done
+  echo 'prev_comm ~ "kdamond*"' > $T/events/sched/sched_switch/filter
+  echo 'stacktrace if prev_comm ~ "kdamond*"' > $T/events/sched/sched_switch/trigger
+  echo 1 > $T/events/sched/sched_switch/enable
   echo 1 > $T/tracing_on
 fi
 if tiermem workload run /scenario/scenario.toml --out /tmp/out --progress 10; then

@@ -149,6 +149,82 @@ pub struct CtxCounters {
     pub intervals_tunings: u64,
 }
 
+/// How long an action runs before the kdamond's step returns, ns. The kernel's
+/// `damos_apply_scheme` runs an action on a region to completion, which takes seconds when
+/// every page is reclaimed; the simulation cuts it into slices of this length so that the
+/// action's effects (pages swapped out, migrated) spread over that time, as they do in the
+/// kernel, while the kdamond neither samples nor applies anything else. A simulation
+/// granularity, not a kernel parameter.
+pub const APPLY_SLICE_NS: u64 = 1_000_000;
+
+/// Whether a pass over the regions finished or an action was cut at its time slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Progress {
+    Done,
+    Cut,
+}
+
+/// The CPU time one step took, ns.
+#[derive(Clone, Copy, Debug, Default)]
+struct StepWork {
+    monitor_ns: u64,
+    scheme_ns: u64,
+}
+
+/// Where `kdamond_apply_schemes` is in its loop: target, the region being visited (`i`,
+/// whose original end is `orig_end`; `cur` is the piece the next scheme sees after
+/// splits) and the scheme.
+#[derive(Clone, Copy, Debug, Default)]
+struct ApplyCursor {
+    t: usize,
+    i: usize,
+    cur: usize,
+    si: usize,
+    orig_end: u64,
+}
+
+impl ApplyCursor {
+    fn start_of(t: usize) -> Self {
+        ApplyCursor {
+            t,
+            ..Default::default()
+        }
+    }
+}
+
+/// An action on `[start, end)` cut at its time slice, done up to `next`.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    start: u64,
+    end: u64,
+    next: u64,
+    core_allowed: bool,
+    done: ApplyResult,
+}
+
+/// The kdamond's unfinished application: where the loop resumes and the cut action.
+#[derive(Clone, Copy, Debug)]
+struct Applying {
+    cursor: ApplyCursor,
+    /// Whether the interrupted iteration ends an aggregation interval.
+    at_aggr: bool,
+    pending: Pending,
+}
+
+/// What visiting one region with one scheme did.
+enum Visit {
+    /// The scheme does not apply now (quota used up, before the resume marker).
+    Skipped,
+    /// Visited (applied or not); the following schemes see region `region`.
+    Done { region: usize, ns: u64 },
+    /// The action ran out of its time slice.
+    Cut {
+        region: usize,
+        ns: u64,
+        pending: Pending,
+    },
+}
+
 /// Errors building a context.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CtxError(pub String);
@@ -181,6 +257,8 @@ pub struct DamonCtx {
     initialized: bool,
     prepared: bool,
     stopped: bool,
+    /// An action cut at its time slice, continued at the next step.
+    applying: Option<Applying>,
     pub counters: CtxCounters,
 }
 
@@ -205,6 +283,7 @@ impl DamonCtx {
             initialized: false,
             prepared: false,
             stopped: false,
+            applying: None,
             counters: CtxCounters::default(),
         })
     }
@@ -303,6 +382,9 @@ impl DamonCtx {
 
     /// Run the context at `now_us`. Returns when to call again, or `None` once it stopped
     /// (every target invalid).
+    ///
+    /// An action that runs out of its time slice ([`APPLY_SLICE_NS`]) is continued first
+    /// at the next step: the kdamond does nothing else until `damos_apply_scheme` returns.
     pub fn step(&mut self, now_us: u64, ops: &mut dyn DamonOps) -> Option<u64> {
         if self.stopped {
             return None;
@@ -310,56 +392,78 @@ impl DamonCtx {
         if !self.initialized {
             self.init(ops);
         }
-        let mut monitor_ns = 0u64;
-        let mut scheme_ns = 0u64;
-        if self.prepared {
+        let mut work = StepWork::default();
+        let sampled = if let Some(applying) = self.applying.take() {
+            let at_aggr = applying.at_aggr;
+            if self.resume_application(applying, ops, &mut work.scheme_ns) == Progress::Cut {
+                return Some(self.charge(now_us, work));
+            }
+            Some(at_aggr)
+        } else if self.prepared {
             self.prepared = false;
             self.passed_sample_intervals += 1;
             self.counters.samples += 1;
-            monitor_ns += self.check_accesses(ops);
+            work.monitor_ns += self.check_accesses(ops);
             let at_aggr = self.passed_sample_intervals >= self.next_aggregation_sis;
             if at_aggr {
                 let thres = self.max_nr_accesses / 10;
                 self.merge_regions(thres);
             }
-            if !self.schemes.is_empty() {
-                scheme_ns += self.apply_schemes(now_us, ops);
+            if !self.schemes.is_empty()
+                && self.apply_schemes(now_us, at_aggr, ops, &mut work.scheme_ns) == Progress::Cut
+            {
+                return Some(self.charge(now_us, work));
             }
-            if at_aggr {
-                self.counters.aggregations += 1;
-                monitor_ns += self.nr_regions() as u64 * self.costs.aggregate_region_ns;
-                let g = &self.attrs.intervals_goal;
-                if g.aggrs > 0 && self.passed_sample_intervals >= self.next_intervals_tune_sis {
-                    let aggr_samples = self.samples_of(self.attrs.aggr_us);
-                    self.next_intervals_tune_sis += aggr_samples * g.aggrs;
-                    self.tune_intervals();
-                }
-                self.next_aggregation_sis += self.samples_of(self.attrs.aggr_us);
-                self.reset_aggregated();
-                self.split_regions();
-            }
-            if self.passed_sample_intervals >= self.next_ops_update_sis {
-                self.next_ops_update_sis += self.samples_of(self.attrs.update_us);
-                self.update(ops);
-            }
+            Some(at_aggr)
+        } else {
+            None
+        };
+        if let Some(at_aggr) = sampled {
+            work.monitor_ns += self.after_sample(at_aggr, ops);
         }
         if (0..self.targets.len()).all(|t| !ops.target_valid(t)) && !self.targets.is_empty() {
             self.stopped = true;
-            self.counters.monitor_cpu_ns += monitor_ns;
-            self.counters.scheme_cpu_ns += scheme_ns;
+            self.charge(now_us, work);
             return None;
         }
         // kdamond_wait_activation
         if let Some(wait_us) = self.wait_activation(ops) {
-            self.counters.monitor_cpu_ns += monitor_ns;
-            self.counters.scheme_cpu_ns += scheme_ns;
-            return Some(now_us + (monitor_ns + scheme_ns) / 1000 + wait_us);
+            return Some(self.charge(now_us, work) + wait_us);
         }
-        monitor_ns += self.prepare_access_checks(ops);
+        work.monitor_ns += self.prepare_access_checks(ops);
         self.prepared = true;
-        self.counters.monitor_cpu_ns += monitor_ns;
-        self.counters.scheme_cpu_ns += scheme_ns;
-        Some(now_us + (monitor_ns + scheme_ns) / 1000 + self.attrs.sample_us)
+        Some(self.charge(now_us, work) + self.attrs.sample_us)
+    }
+
+    /// Add a step's work to the CPU counters; the time the kdamond is done with it, us.
+    fn charge(&mut self, now_us: u64, work: StepWork) -> u64 {
+        self.counters.monitor_cpu_ns += work.monitor_ns;
+        self.counters.scheme_cpu_ns += work.scheme_ns;
+        now_us + (work.monitor_ns + work.scheme_ns) / 1000
+    }
+
+    /// The end of `kdamond_fn`'s iteration after the schemes: aggregation (interval
+    /// tuning, reset, split) and the ops update. Returns the monitoring cost, ns.
+    fn after_sample(&mut self, at_aggr: bool, ops: &mut dyn DamonOps) -> u64 {
+        let mut ns = 0;
+        if at_aggr {
+            self.counters.aggregations += 1;
+            ns += self.nr_regions() as u64 * self.costs.aggregate_region_ns;
+            let g = &self.attrs.intervals_goal;
+            if g.aggrs > 0 && self.passed_sample_intervals >= self.next_intervals_tune_sis {
+                let aggr_samples = self.samples_of(self.attrs.aggr_us);
+                self.next_intervals_tune_sis += aggr_samples * g.aggrs;
+                self.tune_intervals();
+            }
+            self.next_aggregation_sis += self.samples_of(self.attrs.aggr_us);
+            self.reset_aggregated();
+            self.split_regions();
+        }
+        if self.passed_sample_intervals >= self.next_ops_update_sis {
+            self.next_ops_update_sis += self.samples_of(self.attrs.update_us);
+            self.update(ops);
+        }
+        ns
     }
 
     /// `kdamond_wait_activation`: evaluate every scheme's watermarks
@@ -526,11 +630,18 @@ impl DamonCtx {
         }
     }
 
-    /// `kdamond_apply_schemes`.
-    fn apply_schemes(&mut self, now_us: u64, ops: &mut dyn DamonOps) -> u64 {
+    /// `kdamond_apply_schemes`: adjust the quotas of the schemes due, then visit every
+    /// region with every scheme. Stops early (`Progress::Cut`) when an action runs out of
+    /// its time slice; [`Self::resume_application`] carries on from there.
+    fn apply_schemes(
+        &mut self,
+        now_us: u64,
+        at_aggr: bool,
+        ops: &mut dyn DamonOps,
+        cost: &mut u64,
+    ) -> Progress {
         let now_ms = now_us / 1000;
         let mut any = false;
-        let mut cost = 0u64;
         for si in 0..self.schemes.len() {
             let s = &self.schemes[si];
             if self.passed_sample_intervals < s.next_apply_sis || !s.activated {
@@ -539,31 +650,63 @@ impl DamonCtx {
             any = true;
             self.adjust_quota(si, now_ms, ops);
             self.schemes[si].tried_regions.clear();
-            cost += self.nr_regions() as u64 * self.costs.apply_region_ns;
+            *cost += self.nr_regions() as u64 * self.costs.apply_region_ns;
         }
         if !any {
-            return cost;
+            return Progress::Done;
         }
-        for t in 0..self.targets.len() {
-            if !ops.target_valid(t) {
+        self.visit_regions(ApplyCursor::default(), at_aggr, ops, cost)
+    }
+
+    /// `kdamond_apply_schemes`'s loop over targets, regions and schemes, from `c` on;
+    /// then the schemes' next application times.
+    fn visit_regions(
+        &mut self,
+        mut c: ApplyCursor,
+        at_aggr: bool,
+        ops: &mut dyn DamonOps,
+        cost: &mut u64,
+    ) -> Progress {
+        while c.t < self.targets.len() {
+            if !ops.target_valid(c.t) {
+                c = ApplyCursor::start_of(c.t + 1);
                 continue;
             }
-            let mut i = 0;
-            while i < self.targets[t].len() {
-                let orig_end = self.targets[t][i].end;
-                let mut cur = i;
-                for si in 0..self.schemes.len() {
-                    match self.do_apply_scheme(t, cur, si, ops) {
-                        Some((idx, c)) => {
-                            cur = idx;
-                            cost += c;
+            while c.i < self.targets[c.t].len() {
+                if c.si == 0 {
+                    c.orig_end = self.targets[c.t][c.i].end;
+                    c.cur = c.i;
+                }
+                while c.si < self.schemes.len() {
+                    match self.do_apply_scheme(c.t, c.cur, c.si, ops) {
+                        Visit::Skipped => {}
+                        Visit::Done { region, ns } => {
+                            c.cur = region;
+                            *cost += ns;
                         }
-                        None => continue,
+                        Visit::Cut {
+                            region,
+                            ns,
+                            pending,
+                        } => {
+                            c.cur = region;
+                            *cost += ns;
+                            self.applying = Some(Applying {
+                                cursor: c,
+                                at_aggr,
+                                pending,
+                            });
+                            return Progress::Cut;
+                        }
                     }
+                    c.si += 1;
                 }
                 // damon_for_each_region_safe: continue at the region that followed.
-                i = self.targets[t].partition_point(|r| r.start < orig_end);
+                let orig_end = c.orig_end;
+                c.i = self.targets[c.t].partition_point(|r| r.start < orig_end);
+                c.si = 0;
             }
+            c = ApplyCursor::start_of(c.t + 1);
         }
         let sample = self.attrs.sample_us.max(1);
         for s in &mut self.schemes {
@@ -577,7 +720,54 @@ impl DamonCtx {
             };
             s.next_apply_sis = self.passed_sample_intervals + iv / sample;
         }
-        cost
+        Progress::Done
+    }
+
+    /// Continue an action cut at its time slice; once the region is done, account it and
+    /// go on with the next scheme and region.
+    fn resume_application(
+        &mut self,
+        a: Applying,
+        ops: &mut dyn DamonOps,
+        cost: &mut u64,
+    ) -> Progress {
+        let Applying {
+            mut cursor,
+            at_aggr,
+            mut pending,
+        } = a;
+        let (t, i, si) = (cursor.t, cursor.cur, cursor.si);
+        if ops.target_valid(t) {
+            let s = &self.schemes[si];
+            let filters = OpsFilters {
+                filters: &s.ops_filters,
+                core_allowed: pending.core_allowed,
+                default_reject: s.ops_default_reject,
+            };
+            let res = ops.apply(
+                t,
+                s.cfg.action,
+                s.cfg.target_nid,
+                pending.next,
+                pending.end,
+                &filters,
+                APPLY_SLICE_NS,
+            );
+            *cost += res.elapsed_ns;
+            pending.done.add(&res);
+            if let Some(next) = res.resume_at.filter(|&n| n < pending.end) {
+                pending.next = next;
+                self.applying = Some(Applying {
+                    cursor,
+                    at_aggr,
+                    pending,
+                });
+                return Progress::Cut;
+            }
+        }
+        self.account_application(t, i, si, pending.start, pending.end, pending.done);
+        cursor.si += 1;
+        self.visit_regions(cursor, at_aggr, ops, cost)
     }
 
     /// `damos_adjust_quota`: charge windows, effective size, and the score histogram's
@@ -667,44 +857,43 @@ impl DamonCtx {
 
     /// `damon_do_apply_schemes` for one (target, region, scheme): quota check, resume
     /// marker, pattern and score, the quota split, core filters, the action, charging,
-    /// age reset and stats. Returns the index of the region the following schemes see
-    /// and the cost, or `None` when the scheme did not apply here.
+    /// age reset and stats. Says which region the following schemes see and the cost.
     fn do_apply_scheme(
         &mut self,
         t: usize,
         mut i: usize,
         si: usize,
         ops: &mut dyn DamonOps,
-    ) -> Option<(usize, u64)> {
+    ) -> Visit {
         let s = &self.schemes[si];
         if self.passed_sample_intervals < s.next_apply_sis || !s.activated {
-            return None;
+            return Visit::Skipped;
         }
         let esz = s.quota.esz;
         if esz > 0 && s.quota.charged_sz >= esz {
-            return None;
+            return Visit::Skipped;
         }
         // damos_skip_charged_region
         if let Some(ct) = s.quota.charge_target_from {
             if t != ct {
-                return None;
+                return Visit::Skipped;
             }
             let regions = &mut self.targets[t];
             if i + 1 == regions.len() {
                 let q = &mut self.schemes[si].quota;
                 q.charge_target_from = None;
                 q.charge_addr_from = 0;
-                return None;
+                return Visit::Skipped;
             }
             let from = s.quota.charge_addr_from;
             if from > 0 && regions[i].end <= from {
-                return None;
+                return Visit::Skipped;
             }
             if from > 0 && regions[i].start < from {
                 let mut skip = region::align_down(from - regions[i].start, MIN_REGION_SZ);
                 if skip == 0 {
                     if regions[i].size() <= MIN_REGION_SZ {
-                        return None;
+                        return Visit::Skipped;
                     }
                     skip = MIN_REGION_SZ;
                 }
@@ -718,10 +907,10 @@ impl DamonCtx {
         let s = &self.schemes[si];
         let r = &self.targets[t][i];
         if !valid_pattern(r, &s.cfg) {
-            return Some((i, 0));
+            return Visit::Done { region: i, ns: 0 };
         }
         if esz > 0 && self.scheme_score(r, s) < s.quota.min_score {
-            return Some((i, 0));
+            return Visit::Done { region: i, ns: 0 };
         }
         // damos_apply_scheme
         let mut sz = r.size();
@@ -729,7 +918,7 @@ impl DamonCtx {
             sz = region::align_down(esz - s.quota.charged_sz, MIN_REGION_SZ);
             if sz == 0 {
                 self.schemes[si].stat.nr_tried += 1;
-                return Some((i, 0));
+                return Visit::Done { region: i, ns: 0 };
             }
             if sz < r.size() {
                 region::split_region_at(&mut self.targets[t], i, sz);
@@ -737,18 +926,54 @@ impl DamonCtx {
         }
         let (rejected, core_allowed) = self.core_filter_out(t, i, si);
         if rejected {
-            return Some((i, 0));
+            return Visit::Done { region: i, ns: 0 };
         }
         let s = &self.schemes[si];
         let (start, end) = (self.targets[t][i].start, self.targets[t][i].end);
-        let sz = end - start;
         let filters = OpsFilters {
             filters: &s.ops_filters,
             core_allowed,
             default_reject: s.ops_default_reject,
         };
-        let res: ApplyResult = ops.apply(t, s.cfg.action, s.cfg.target_nid, start, end, &filters);
-        let cost = res.elapsed_ns;
+        let res: ApplyResult = ops.apply(
+            t,
+            s.cfg.action,
+            s.cfg.target_nid,
+            start,
+            end,
+            &filters,
+            APPLY_SLICE_NS,
+        );
+        let ns = res.elapsed_ns;
+        if let Some(next) = res.resume_at.filter(|&n| n < end) {
+            return Visit::Cut {
+                region: i,
+                ns,
+                pending: Pending {
+                    start,
+                    end,
+                    next,
+                    core_allowed,
+                    done: res,
+                },
+            };
+        }
+        self.account_application(t, i, si, start, end, res);
+        Visit::Done { region: i, ns }
+    }
+
+    /// The end of `damos_apply_scheme` once the action returned: the tried region, the
+    /// quota charge and resume marker, the region's age and the scheme's statistics.
+    fn account_application(
+        &mut self,
+        t: usize,
+        i: usize,
+        si: usize,
+        start: u64,
+        end: u64,
+        res: ApplyResult,
+    ) {
+        let sz = end - start;
         let r = &mut self.targets[t][i];
         let s = &mut self.schemes[si];
         s.tried_regions.push(TriedRegion {
@@ -775,7 +1000,6 @@ impl DamonCtx {
         }
         s.stat.sz_applied += res.applied_bytes;
         s.stat.sz_ops_filter_passed += res.filter_passed_bytes;
-        Some((i, cost))
     }
 
     /// `damos_filter_out` for the core filters (addr, target); the first matching filter

@@ -42,6 +42,19 @@ pub struct ApplyResult {
     pub filter_passed_bytes: u64,
     /// Time the call took (charged to the time quota and to kdamond's CPU time), ns.
     pub elapsed_ns: u64,
+    /// The call stopped at this address because its time budget ran out; the rest of the
+    /// range is still to do. `None` when the range is done.
+    pub resume_at: Option<u64>,
+}
+
+impl ApplyResult {
+    /// Add a later slice of the same application.
+    pub fn add(&mut self, later: &ApplyResult) {
+        self.applied_bytes += later.applied_bytes;
+        self.filter_passed_bytes += later.filter_passed_bytes;
+        self.elapsed_ns += later.elapsed_ns;
+        self.resume_at = later.resume_at;
+    }
 }
 
 /// The ops-layer filters of one scheme application, evaluated per page by the ops
@@ -92,7 +105,10 @@ pub trait DamonOps {
     fn prepare_access_check(&mut self, target: usize, addr: u64);
     /// Whether the sampling address was accessed since it was prepared.
     fn check_access(&mut self, target: usize, addr: u64) -> bool;
-    /// Apply `action` to `[start, end)` of `target`, honouring the ops filters.
+    /// Apply `action` to `[start, end)` of `target`, honouring the ops filters. Stop
+    /// after the page that brings the call's elapsed time to `budget_ns` and say where to
+    /// resume (`ApplyResult::resume_at`); the caller continues the range in later calls.
+    #[allow(clippy::too_many_arguments)]
     fn apply(
         &mut self,
         target: usize,
@@ -101,6 +117,7 @@ pub trait DamonOps {
         start: u64,
         end: u64,
         filters: &OpsFilters<'_>,
+        budget_ns: u64,
     ) -> ApplyResult;
     /// A goal metric's current value (`damos_set_quota_goal_current_value`); `None` when
     /// the metric is not available here.

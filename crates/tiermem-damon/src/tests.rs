@@ -67,17 +67,24 @@ impl DamonOps for Mock {
         start: u64,
         end: u64,
         f: &OpsFilters<'_>,
+        budget_ns: u64,
     ) -> ApplyResult {
-        self.applied.push((start, end));
+        // Page by page until the budget is spent, as the simulator's operations do.
+        let pages = (end - start) / P;
+        let fit = budget_ns.div_ceil(self.ns_per_page.max(1)).max(1);
+        let done = pages.min(fit);
+        let stop = start + done * P;
+        self.applied.push((start, stop));
         let passed = if f.filter_out(|_| false) {
             0
         } else {
-            end - start
+            stop - start
         };
         ApplyResult {
             applied_bytes: passed,
             filter_passed_bytes: passed,
-            elapsed_ns: (end - start) / P * self.ns_per_page,
+            elapsed_ns: done * self.ns_per_page,
+            resume_at: (stop < end).then_some(stop),
         }
     }
     fn goal_metric(&mut self, _m: GoalMetric, _n: Option<NodeId>) -> Option<u64> {
@@ -509,4 +516,43 @@ fn interval_tuning_grows_intervals_when_too_few_accesses_are_seen() {
     let mut ctx = DamonCtx::new(&cfg2, Default::default(), 1).unwrap();
     run(&mut ctx, &mut ops, 0, 1_300_000);
     assert_eq!(ctx.attrs().sample_us, 10_000, "halved once");
+}
+
+#[test]
+fn a_long_action_runs_in_slices_and_the_kdamond_waits_for_it() {
+    // 64 MiB idle, paged out at 100 us a page: 16384 pages take 1.6 s, during which the
+    // kdamond neither samples nor updates its statistics (damos_apply_scheme runs the
+    // action to completion), while the pages go gradually.
+    let mut ops = Mock::new(64 << 20);
+    ops.ns_per_page = 100_000;
+    let q = QuotaConfig {
+        sz: 64 << 20,
+        reset_interval_ms: 1000,
+        ..Default::default()
+    };
+    let mut ctx = DamonCtx::new(&ctx_cfg(vec![cold_pageout(q)]), Default::default(), 1).unwrap();
+    let mut now = 0;
+    while ops.applied.is_empty() {
+        now = ctx.step(now, &mut ops).unwrap();
+    }
+    let (checks, started) = (ops.checked, now);
+    let mut slices = 1;
+    while ctx.schemes[0].stat.nr_tried == 0 {
+        assert_eq!(ops.checked, checks, "no sampling during an application");
+        let done: u64 = ops.applied.iter().map(|(a, b)| b - a).sum();
+        assert!(done < 64 << 20);
+        now = ctx.step(now, &mut ops).unwrap();
+        slices += 1;
+    }
+    let took = now - started;
+    let s = &ctx.schemes[0].stat;
+    assert!(slices > 100, "applied in slices: {slices}");
+    assert!(s.sz_tried > 0 && s.sz_tried == s.sz_applied);
+    let pages = s.sz_tried / P;
+    assert!(
+        (took as i64 - (pages * 100) as i64).abs() < 20_000,
+        "the application took {took} us for {pages} pages"
+    );
+    let done: u64 = ops.applied.iter().map(|(a, b)| b - a).sum();
+    assert_eq!(done, s.sz_tried, "every slice counted once");
 }

@@ -244,6 +244,142 @@ impl SimOps<'_> {
         (start / PAGE_SIZE..end.div_ceil(PAGE_SIZE)).map(|p| p * PAGE_SIZE)
     }
 
+    /// Whether these operations implement `action` (`damon_va_apply_scheme` /
+    /// `damon_pa_apply_scheme`; others apply nothing).
+    fn implements(&self, action: DamosAction) -> bool {
+        match self.kind {
+            OpsKind::Paddr => !matches!(
+                action,
+                DamosAction::Willneed
+                    | DamosAction::Cold
+                    | DamosAction::Hugepage
+                    | DamosAction::Nohugepage
+            ),
+            OpsKind::Vaddr => !matches!(action, DamosAction::LruPrio | DamosAction::LruDeprio),
+        }
+    }
+
+    /// The ops filters of an application: paddr pageout adds a young reject filter unless
+    /// the scheme has a young filter (`damon_pa_pageout`).
+    fn ops_filters(&self, action: DamosAction, filters: &[FilterConfig]) -> Vec<FilterConfig> {
+        let mut fl = filters.to_vec();
+        if self.kind == OpsKind::Paddr
+            && action == DamosAction::Pageout
+            && !fl.iter().any(|f| f.kind == FilterType::Young)
+        {
+            fl.push(FilterConfig {
+                kind: FilterType::Young,
+                matching: true,
+                allow: false,
+                memcg: None,
+                memcg_path: None,
+                addr: None,
+                target_idx: None,
+            });
+        }
+        fl
+    }
+
+    /// MADV_WILLNEED on a non-present page: read it back if swapped (swap readahead).
+    fn willneed(&mut self, p: u16, idx: u32) -> SimDuration {
+        let pte = self.kernel.procs[p as usize].ptes[idx as usize];
+        if pte & (PTE_SWAP | PTE_ZRAM) == 0 {
+            return SimDuration::ZERO;
+        }
+        let cpu = self.kernel.procs[p as usize].cpu_node;
+        match self.kernel.handle_fault(p, idx, false, cpu, self.now) {
+            Ok(cost) => {
+                self.kernel.procs[p as usize].ptes[idx as usize] &= !PTE_ACCESSED;
+                cost
+            }
+            Err(_) => SimDuration::ZERO,
+        }
+    }
+
+    /// The action on one frame that passed the filters; the kernel's cost of it when it
+    /// was applied, `None` when not.
+    fn act_on_frame(
+        &mut self,
+        action: DamosAction,
+        target_nid: Option<NodeId>,
+        n: usize,
+        pfn: u32,
+    ) -> Option<SimDuration> {
+        match action {
+            DamosAction::Pageout => {
+                // reclaim_pages → shrink_folio_list ignoring references, no demotion.
+                *self.pte_mut(n, pfn) &= !PTE_ACCESSED;
+                self.kernel.nodes[n].lru_del(pfn);
+                let cost = self.kernel.swap_out(n, pfn);
+                if cost.is_none() {
+                    self.kernel.nodes[n].lru_add(Lru::InactiveAnon, pfn);
+                }
+                cost
+            }
+            DamosAction::Cold | DamosAction::LruDeprio => {
+                // folio_deactivate (MADV_COLD also clears young and referenced).
+                if action == DamosAction::Cold {
+                    *self.pte_mut(n, pfn) &= !PTE_ACCESSED;
+                    self.kernel.nodes[n].frames[pfn as usize].flags &= !F_YOUNG;
+                }
+                let node = &mut self.kernel.nodes[n];
+                if node.lru_of(pfn) == Some(Lru::ActiveAnon) {
+                    node.lru_del(pfn);
+                    node.frames[pfn as usize].flags &= !F_REFERENCED;
+                    node.lru_add(Lru::InactiveAnon, pfn);
+                    self.kernel.vmstat.inc(n, Vm::Pgdeactivate);
+                    Some(SimDuration::ZERO)
+                } else if action == DamosAction::Cold {
+                    node.frames[pfn as usize].flags &= !F_REFERENCED;
+                    Some(SimDuration::ZERO)
+                } else {
+                    None
+                }
+            }
+            DamosAction::LruPrio => {
+                // folio_mark_accessed: referenced → activate; else set referenced.
+                let node = &mut self.kernel.nodes[n];
+                let fl = node.frames[pfn as usize].flags;
+                node.frames[pfn as usize].flags &= !F_IDLE;
+                if node.lru_of(pfn) == Some(Lru::InactiveAnon) && fl & F_REFERENCED != 0 {
+                    node.lru_del(pfn);
+                    node.frames[pfn as usize].flags &= !F_REFERENCED;
+                    node.lru_add(Lru::ActiveAnon, pfn);
+                    self.kernel.vmstat.inc(n, Vm::Pgactivate);
+                } else {
+                    node.frames[pfn as usize].flags |= F_REFERENCED;
+                }
+                Some(SimDuration::ZERO)
+            }
+            DamosAction::MigrateHot | DamosAction::MigrateCold => self.migrate(target_nid, n, pfn),
+            DamosAction::Hugepage
+            | DamosAction::Nohugepage
+            | DamosAction::Stat
+            | DamosAction::Willneed => None,
+        }
+    }
+
+    /// DAMOS migrate_{hot,cold}: `alloc_migration_target` with GFP_NOWAIT (low
+    /// watermark, then wake kswapd and try min; never reclaims in the target).
+    fn migrate(&mut self, target_nid: Option<NodeId>, n: usize, pfn: u32) -> Option<SimDuration> {
+        let dst = target_nid.map(|d| d.idx())?;
+        if dst == n || dst >= self.kernel.nodes.len() {
+            return None;
+        }
+        let zone = self.zone_above(dst, |w| w.low).or_else(|| {
+            self.kernel.wakeup_kswapd(dst, self.now);
+            self.zone_above(dst, |w| w.min)
+        });
+        let Some(zone) = zone else {
+            self.kernel.vmstat.inc(n, Vm::PgmigrateFail);
+            return None;
+        };
+        let active = self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon);
+        self.kernel.nodes[n].lru_del(pfn);
+        self.kernel.migrate_frame(n, pfn, (dst, zone), active);
+        Some(self.kernel.cfg.costs.migrate_page)
+    }
+
     /// The highest zone of node `d` above `mark` for a user page.
     fn zone_above(&self, d: usize, mark: impl Fn(&crate::mem::Watermarks) -> u64) -> Option<usize> {
         self.kernel.nodes[d].zone_above(mark, tiermem_core::watermarks::ZONE_MOVABLE)
@@ -304,6 +440,8 @@ impl DamonOps for SimOps<'_> {
         }
     }
 
+    /// `damon_va_apply_scheme` / `damon_pa_apply_scheme`, page by page from `start`,
+    /// stopping once the slice's cost reaches `budget_ns`.
     fn apply(
         &mut self,
         target: usize,
@@ -312,33 +450,49 @@ impl DamonOps for SimOps<'_> {
         start: u64,
         end: u64,
         filters: &OpsFilters<'_>,
+        budget_ns: u64,
     ) -> ApplyResult {
-        let c = self.costs.clone();
         let mut res = ApplyResult::default();
-        let mut cost = SimDuration::ZERO;
-        // paddr pageout adds a young reject filter unless the scheme has a young filter.
-        let mut fl: Vec<FilterConfig> = filters.filters.to_vec();
-        if self.kind == OpsKind::Paddr
-            && action == DamosAction::Pageout
-            && !fl.iter().any(|f| f.kind == FilterType::Young)
-        {
-            fl.push(FilterConfig {
-                kind: FilterType::Young,
-                matching: true,
-                allow: false,
-                memcg: None,
-                memcg_path: None,
-                addr: None,
-                target_idx: None,
-            });
+        if !self.implements(action) {
+            return res;
+        }
+        let fl = self.ops_filters(action, filters.filters);
+        if action == DamosAction::Stat && fl.is_empty() {
+            return res;
         }
         let of = OpsFilters {
             filters: &fl,
             core_allowed: filters.core_allowed,
             default_reject: filters.default_reject,
         };
-        if action == DamosAction::Stat && fl.is_empty() {
-            return res;
+        let (walk_ns, folio_ns) = (self.costs.walk_page_ns, self.costs.action_page_ns);
+        let mut cost = SimDuration::ZERO;
+        let mut applied_pages = 0u64;
+        let mut done_to = end;
+        for addr in self.pages(start, end) {
+            cost += SimDuration::from_ns(walk_ns);
+            match self.page_at(target, addr) {
+                Page::NotPresent(p, idx) if action == DamosAction::Willneed => {
+                    cost += self.willneed(p, idx);
+                }
+                Page::Frame(n, pfn) if action != DamosAction::Willneed => {
+                    // The folio's lookup, filters (the young filter's rmap walk) and isolation.
+                    cost += SimDuration::from_ns(folio_ns);
+                    if !of.filter_out(|f| self.has_property(f, n, pfn)) {
+                        res.filter_passed_bytes += PAGE_SIZE;
+                        if let Some(c) = self.act_on_frame(action, target_nid, n, pfn) {
+                            cost += c;
+                            applied_pages += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if cost.ps() / 1000 >= budget_ns && addr + PAGE_SIZE < end {
+                done_to = addr + PAGE_SIZE;
+                res.resume_at = Some(done_to);
+                break;
+            }
         }
         let vaddr_madvise = self.kind == OpsKind::Vaddr
             && matches!(
@@ -349,128 +503,9 @@ impl DamonOps for SimOps<'_> {
                     | DamosAction::Hugepage
                     | DamosAction::Nohugepage
             );
-        if self.kind == OpsKind::Paddr
-            && matches!(
-                action,
-                DamosAction::Willneed
-                    | DamosAction::Cold
-                    | DamosAction::Hugepage
-                    | DamosAction::Nohugepage
-            )
-        {
-            // Not supported by paddr: nothing applied.
-            return res;
-        }
-        if self.kind == OpsKind::Vaddr
-            && matches!(action, DamosAction::LruPrio | DamosAction::LruDeprio)
-        {
-            return res;
-        }
-        let mut walked = 0u64;
-        let mut isolated = 0u64;
-        let mut applied_pages = 0u64;
-        for addr in self.pages(start, end) {
-            walked += 1;
-            let page = self.page_at(target, addr);
-            if action == DamosAction::Willneed {
-                // MADV_WILLNEED: read swapped pages back (swap readahead).
-                if let Page::NotPresent(p, idx) = page {
-                    let pte = self.kernel.procs[p as usize].ptes[idx as usize];
-                    if pte & (PTE_SWAP | PTE_ZRAM) != 0 {
-                        let cpu = self.kernel.procs[p as usize].cpu_node;
-                        if let Ok(cst) = self.kernel.handle_fault(p, idx, false, cpu, self.now) {
-                            cost += cst;
-                            self.kernel.procs[p as usize].ptes[idx as usize] &= !PTE_ACCESSED;
-                        }
-                    }
-                }
-                continue;
-            }
-            let Page::Frame(n, pfn) = page else { continue };
-            if of.filter_out(|f| self.has_property(f, n, pfn)) {
-                continue;
-            }
-            res.filter_passed_bytes += PAGE_SIZE;
-            match action {
-                DamosAction::Pageout => {
-                    isolated += 1;
-                    // reclaim_pages → shrink_folio_list ignoring references, no demotion.
-                    let pte = self.pte_mut(n, pfn);
-                    *pte &= !PTE_ACCESSED;
-                    self.kernel.nodes[n].lru_del(pfn);
-                    match self.kernel.swap_out(n, pfn) {
-                        Some(cst) => {
-                            cost += cst;
-                            applied_pages += 1;
-                        }
-                        None => self.kernel.nodes[n].lru_add(Lru::InactiveAnon, pfn),
-                    }
-                }
-                DamosAction::Cold | DamosAction::LruDeprio => {
-                    // folio_deactivate (MADV_COLD also clears young and referenced).
-                    isolated += 1;
-                    if action == DamosAction::Cold {
-                        *self.pte_mut(n, pfn) &= !PTE_ACCESSED;
-                        self.kernel.nodes[n].frames[pfn as usize].flags &= !F_YOUNG;
-                    }
-                    if self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon) {
-                        self.kernel.nodes[n].lru_del(pfn);
-                        self.kernel.nodes[n].frames[pfn as usize].flags &= !F_REFERENCED;
-                        self.kernel.nodes[n].lru_add(Lru::InactiveAnon, pfn);
-                        self.kernel.vmstat.inc(n, Vm::Pgdeactivate);
-                        applied_pages += 1;
-                    } else if action == DamosAction::Cold {
-                        self.kernel.nodes[n].frames[pfn as usize].flags &= !F_REFERENCED;
-                        applied_pages += 1;
-                    }
-                }
-                DamosAction::LruPrio => {
-                    // folio_mark_accessed: referenced → activate; else set referenced.
-                    isolated += 1;
-                    let node = &mut self.kernel.nodes[n];
-                    let fl = node.frames[pfn as usize].flags;
-                    node.frames[pfn as usize].flags &= !F_IDLE;
-                    if node.lru_of(pfn) == Some(Lru::InactiveAnon) && fl & F_REFERENCED != 0 {
-                        node.lru_del(pfn);
-                        node.frames[pfn as usize].flags &= !F_REFERENCED;
-                        node.lru_add(Lru::ActiveAnon, pfn);
-                        self.kernel.vmstat.inc(n, Vm::Pgactivate);
-                    } else {
-                        node.frames[pfn as usize].flags |= F_REFERENCED;
-                    }
-                    applied_pages += 1;
-                }
-                DamosAction::MigrateHot | DamosAction::MigrateCold => {
-                    let Some(dst) = target_nid.map(|d| d.idx()) else {
-                        continue;
-                    };
-                    if dst == n || dst >= self.kernel.nodes.len() {
-                        continue;
-                    }
-                    isolated += 1;
-                    // alloc_migration_target with GFP_NOWAIT: low watermark, then wake
-                    // kswapd and try min; never reclaims in the target.
-                    let zone = self.zone_above(dst, |w| w.low).or_else(|| {
-                        self.kernel.wakeup_kswapd(dst, self.now);
-                        self.zone_above(dst, |w| w.min)
-                    });
-                    let Some(zone) = zone else {
-                        self.kernel.vmstat.inc(n, Vm::PgmigrateFail);
-                        continue;
-                    };
-                    let active = self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon);
-                    self.kernel.nodes[n].lru_del(pfn);
-                    self.kernel.migrate_frame(n, pfn, (dst, zone), active);
-                    cost += self.kernel.cfg.costs.migrate_page;
-                    applied_pages += 1;
-                }
-                DamosAction::Hugepage | DamosAction::Nohugepage => {}
-                DamosAction::Stat | DamosAction::Willneed => {}
-            }
-        }
-        cost += SimDuration::from_ns(walked * c.walk_page_ns + isolated * c.action_page_ns);
+        // madvise() reports the whole range it was given.
         res.applied_bytes = if vaddr_madvise {
-            end - start
+            done_to - start
         } else {
             applied_pages * PAGE_SIZE
         };
