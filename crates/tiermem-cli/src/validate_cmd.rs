@@ -86,13 +86,14 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
             Err(e) => return Err(e),
         };
         println!(
-            "== {} (kernel {}; simulated in {:.1} s)",
+            "== {} (kernel {}{}; simulated in {:.1} s)",
             o.name,
             if o.kernel_release.is_empty() {
                 "?"
             } else {
                 &o.kernel_release
             },
+            o.recordings_note(),
             t0.elapsed().as_secs_f64()
         );
         print!("{}", o.table());
@@ -118,7 +119,18 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
             o.results.len(),
             failing.join("; ")
         ));
-        details.push_str(&format!("### {}\n\n```\n{}```\n\n", o.name, o.table()));
+        let note = o.recordings_note();
+        let note = note.trim_start_matches(", ");
+        let note = if note.is_empty() {
+            String::new()
+        } else {
+            format!("{note}.\n\n")
+        };
+        details.push_str(&format!(
+            "### {}\n\n{note}```\n{}```\n\n",
+            o.name,
+            o.table()
+        ));
     }
     if let Some(dir) = &a.out {
         let p = dir.join("summary.md");

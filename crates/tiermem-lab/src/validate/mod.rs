@@ -102,6 +102,9 @@ pub struct Scenario {
     pub kernel: Timeline,
     pub meta: Option<RecordingMeta>,
     pub kernel_dir: PathBuf,
+    /// Repeat recordings of the same scenario (`<kernel dir>-*/` beside the recording,
+    /// e.g. `kernel-2/`), by directory name; see [`merge_repeats`].
+    pub repeats: Vec<(String, Timeline)>,
 }
 
 /// The result of one scenario.
@@ -114,6 +117,8 @@ pub struct Outcome {
     pub sim_csv: String,
     pub kernel: Timeline,
     pub columns: Vec<String>,
+    /// Recordings compared: the primary and its repeats.
+    pub recordings: usize,
 }
 
 impl Outcome {
@@ -122,6 +127,17 @@ impl Outcome {
     }
     pub fn all_pass(&self) -> bool {
         self.results.iter().all(|r| r.pass)
+    }
+    /// ", 3 recordings (a check passes within tolerance of any)" when there are repeats.
+    pub fn recordings_note(&self) -> String {
+        if self.recordings > 1 {
+            format!(
+                ", {} recordings (kernel values listed primary first; a check passes within tolerance of any)",
+                self.recordings
+            )
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -160,6 +176,7 @@ impl Scenario {
             )
         })?;
         let kernel = Timeline::parse(&text, &tl_path.display().to_string())?;
+        let repeats = load_repeats(&kernel_dir)?;
         let meta_path = kernel_dir.join("meta.json");
         let meta = match std::fs::read_to_string(&meta_path) {
             Ok(t) => Some(serde_json::from_str::<RecordingMeta>(&t).map_err(|e| {
@@ -184,6 +201,7 @@ impl Scenario {
             kernel,
             meta,
             kernel_dir,
+            repeats,
         };
         sc.apply_start_state()?;
         Ok(sc)
@@ -274,7 +292,13 @@ impl Scenario {
         let mut results = Vec::new();
         let mut columns = Vec::new();
         for c in &self.spec.checks {
-            results.extend(checks::evaluate(c, &self.kernel, &sim, &tol));
+            let primary = checks::evaluate(c, &self.kernel, &sim, &tol);
+            let repeats: Vec<Vec<CheckResult>> = self
+                .repeats
+                .iter()
+                .map(|(_, k)| checks::evaluate(c, k, &sim, &tol))
+                .collect();
+            results.extend(merge_repeats(primary, &repeats));
             for col in c.columns() {
                 if !columns.contains(&col) {
                     columns.push(col);
@@ -294,6 +318,7 @@ impl Scenario {
             sim_csv: out.timeline_csv,
             kernel: self.kernel.clone(),
             columns,
+            recordings: 1 + self.repeats.len(),
         })
     }
 }
@@ -360,6 +385,7 @@ impl Outcome {
             "kernel_release": self.kernel_release,
             "tiermem_version": env!("CARGO_PKG_VERSION"),
             "tolerances": self.tolerances,
+            "recordings": self.recordings,
             "passed": self.passed(),
             "checks": self.results,
         });
@@ -369,9 +395,10 @@ impl Outcome {
         put(
             "report.md",
             format!(
-                "# {}\n\nKernel {}; {} of {} checks within tolerance.\n\n```\n{}```\n\n![overlay](overlay.svg)\n",
+                "# {}\n\nKernel {}{}; {} of {} checks within tolerance.\n\n```\n{}```\n\n![overlay](overlay.svg)\n",
                 self.name,
                 self.kernel_release,
+                self.recordings_note(),
                 self.passed(),
                 self.results.len(),
                 self.table()
@@ -379,6 +406,80 @@ impl Outcome {
         )?;
         Ok(d)
     }
+}
+
+/// The repeat recordings beside `kernel_dir`: every `<name>-<number>` directory holding a
+/// `timeline.csv` (`kernel-2/`, `kernel-3/`), in name order. Other suffixes are not
+/// repeats: `kernel-trace/` is a traced run, slowed by its tracing.
+fn load_repeats(kernel_dir: &Path) -> Result<Vec<(String, Timeline)>, Error> {
+    let (Some(parent), Some(name)) = (kernel_dir.parent(), kernel_dir.file_name()) else {
+        return Ok(Vec::new());
+    };
+    let prefix = format!("{}-", name.to_string_lossy());
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Ok(Vec::new());
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().is_some_and(|f| {
+                f.to_string_lossy()
+                    .strip_prefix(&prefix)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            }) && p.join("timeline.csv").is_file()
+        })
+        .collect();
+    dirs.sort();
+    dirs.iter()
+        .map(|d| {
+            let f = d.join("timeline.csv");
+            let text = std::fs::read_to_string(&f).map_err(|e| Error::io(&f, e))?;
+            let tl = Timeline::parse(&text, &f.display().to_string())?;
+            let name = d.file_name().map(|n| n.to_string_lossy().into_owned());
+            Ok((name.unwrap_or_default(), tl))
+        })
+        .collect()
+}
+
+/// One check's rows against the primary recording and its repeats, as one set of rows.
+///
+/// The kernel does not repeat itself exactly: when DAMON's random region splits meet the
+/// cold set, or a scan lands, differs from boot to boot. With repeat recordings a row
+/// passes when the simulator is within tolerance of at least one recording, i.e. as close
+/// to the kernel as some run of the kernel; the row lists every recording's value
+/// (primary first) and shows the difference to the first recording it matches. When the
+/// repeats give a different number of rows (another number of scan passes), the primary's
+/// rows stand alone.
+pub fn merge_repeats(primary: Vec<CheckResult>, repeats: &[Vec<CheckResult>]) -> Vec<CheckResult> {
+    primary
+        .into_iter()
+        .enumerate()
+        .map(|(j, row)| {
+            let others: Vec<&CheckResult> = repeats
+                .iter()
+                .filter_map(|rs| rs.get(j).filter(|r| r.check == row.check))
+                .collect();
+            if others.is_empty() {
+                return row;
+            }
+            let values: Vec<&str> = std::iter::once(row.kernel.as_str())
+                .chain(others.iter().map(|r| r.kernel.as_str()))
+                .collect();
+            let best = std::iter::once(&row)
+                .chain(others.iter().copied())
+                .find(|r| r.pass)
+                .unwrap_or(&row);
+            CheckResult {
+                kernel: values.join(" / "),
+                ..best.clone()
+            }
+        })
+        .collect()
 }
 
 /// Pages in the per-CPU pagesets per node and their `high` marks: the sums of the
@@ -423,5 +524,54 @@ mod pageset_tests {
         let p = super::pageset_pages(z);
         assert_eq!(p[&0], (5451, 21570));
         assert_eq!(p[&1], (12, 100));
+    }
+}
+
+#[cfg(test)]
+mod repeat_tests {
+    use super::checks::CheckResult;
+
+    fn row(check: &str, kernel: &str, pass: bool) -> CheckResult {
+        CheckResult {
+            check: check.into(),
+            kernel: kernel.into(),
+            sim: "100".into(),
+            diff: format!("vs {kernel}"),
+            tolerance: "±10".into(),
+            pass,
+        }
+    }
+
+    #[test]
+    fn a_row_passes_within_tolerance_of_any_recording_and_lists_them_all() {
+        let primary = vec![row("final x", "50", false), row("final y", "95", true)];
+        let repeats = vec![
+            vec![row("final x", "104", true), row("final y", "60", false)],
+            vec![row("final x", "70", false), row("final y", "99", true)],
+        ];
+        let m = super::merge_repeats(primary, &repeats);
+        assert!(m[0].pass && m[1].pass);
+        assert_eq!(m[0].kernel, "50 / 104 / 70");
+        assert_eq!(
+            m[0].diff, "vs 104",
+            "the difference to the recording it matches"
+        );
+        assert_eq!(m[1].diff, "vs 95", "the primary first when it matches");
+        let none = super::merge_repeats(
+            vec![row("final x", "50", false)],
+            &[vec![row("final x", "60", false)]],
+        );
+        assert!(!none[0].pass);
+        assert_eq!(
+            none[0].diff, "vs 50",
+            "failing rows show the primary's difference"
+        );
+        // Rows that do not line up (another number of scan passes) stand alone.
+        let odd = super::merge_repeats(
+            vec![row("pass 2", "3 s", false)],
+            &[vec![row("pass 1", "1 s", true)]],
+        );
+        assert_eq!(odd[0].kernel, "3 s");
+        assert!(!odd[0].pass);
     }
 }
