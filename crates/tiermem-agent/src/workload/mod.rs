@@ -15,6 +15,7 @@
 pub mod access;
 pub mod control;
 pub mod damon;
+pub mod frames;
 pub mod knobs;
 pub mod memory;
 mod process;
@@ -436,6 +437,12 @@ fn sample_from_t0(
     if let Ok(Some(maps)) = fs.read_opt(&format!("/proc/{}/maps", child.pid)) {
         let p = opts.out.join("maps.txt");
         std::fs::write(&p, maps + "\n").map_err(|e| Error::io(&p, "write", e))?;
+    }
+    // Where the regions lie physically (which pages share a DAMON paddr region).
+    let pagemap = fs.path(&format!("/proc/{}/pagemap", child.pid));
+    if let Some(text) = frames::describe(&pagemap, &memory::layout(s)) {
+        let p = opts.out.join("frames.txt");
+        std::fs::write(&p, text).map_err(|e| Error::io(&p, "write", e))?;
     }
     // The zones' watermarks and free pages in effect during the run.
     if let Ok(Some(z)) = fs.read_opt("/proc/zoneinfo") {
