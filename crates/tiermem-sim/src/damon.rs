@@ -8,9 +8,10 @@
 //! still sees the access, and sets `PG_idle`; a check reports an access if the PTE is
 //! young again or the frame is no longer idle (reclaim saw a reference since).
 //!
-//! Physical addresses: node `n`'s frames are `[base_n, base_n + capacity_n)`, nodes laid
-//! out one after another from 0 in node order; a frame not yet handed out or free is a
-//! non-LRU page (never accessed, skipped by actions).
+//! Physical addresses: node `n`'s pages are `[base_n, base_n + capacity_n)`, nodes laid
+//! out one after another from 0 in node order; within a node the frames start above the
+//! lower zones and the boot memory (`NodeMem::lay_out_frames`). A page that is not a
+//! handed-out frame, or is free, is a non-LRU page (never accessed, skipped by actions).
 
 use crate::kernel::Kernel;
 use crate::mem::*;
@@ -179,16 +180,15 @@ impl SimOps<'_> {
                     Some(n) => n,
                     None => return Page::None,
                 };
-                let pfn = (addr - self.bases[n]) / PAGE_SIZE;
                 let node = &self.kernel.nodes[n];
-                if pfn >= node.present || pfn >= node.frames.len() as u64 {
+                let Some(pfn) = node.frame_at_phys((addr - self.bases[n]) / PAGE_SIZE) else {
                     return Page::None;
-                }
+                };
                 let f = &node.frames[pfn as usize];
-                if f.owner == OWNER_FREE || node.lru_of(pfn as u32).is_none() {
+                if f.owner == OWNER_FREE || node.lru_of(pfn).is_none() {
                     return Page::None;
                 }
-                Page::Frame(n, pfn as u32)
+                Page::Frame(n, pfn)
             }
         }
     }

@@ -313,6 +313,7 @@ impl Kernel {
             node.take_kernel_pages(nc.reserved.pages_floor().0);
             node.pagesets = node.take_kernel_pages(nc.pagesets.pages_floor().0);
             node.pagesets_high = nc.pagesets_high.pages_floor().0;
+            node.lay_out_frames();
         }
         nodes
     }

@@ -178,6 +178,10 @@ pub struct NodeMem {
     pub pagesets_high: u64,
     /// Pages used by the kernel outside the LRU (reserved at boot, the zram pool).
     pub kernel_pages: u64,
+    /// Where the frames lie in the node's physical range (what DAMON's paddr operations
+    /// see): frame `i` is page `phys_first_frame + i` of the node. See
+    /// [`NodeMem::lay_out_frames`].
+    pub phys_first_frame: u64,
     /// The node's watermarks summed over its zones (for reports).
     pub wmark: Watermarks,
     /// The node's populated zones, lowest index first (DMA, DMA32, NORMAL).
@@ -216,6 +220,7 @@ impl NodeMem {
             present: present.0,
             free: present.0,
             kernel_pages: 0,
+            phys_first_frame: 0,
             pagesets: 0,
             pagesets_high: 0,
             wmark: Watermarks::default(),
@@ -273,6 +278,45 @@ impl NodeMem {
     #[inline]
     pub fn any_zone_above(&self, mark: impl Fn(&Watermarks) -> u64, classzone: usize) -> bool {
         self.zone_above(mark, classzone).is_some()
+    }
+
+    /// Place the frames user pages will get in the node's physical range, once the boot
+    /// reservations are taken: above the lower zones (a user allocation takes them only
+    /// when the highest zone is short: `ZONE_DMA` is the first 16 MiB) and above the memory
+    /// in use at boot (kernel image, memblock, page cache and slab allocated before the
+    /// workload), in allocation order. Recorded in the VM (`frames.txt` of
+    /// `damos-pageout-zram`): the workload's first pages at 50-64 MiB of a 1 GiB node, the
+    /// rest contiguous from there. DAMON's paddr regions see that layout, so which pages
+    /// share a region with others depends on it.
+    pub fn lay_out_frames(&mut self) {
+        let lower: u64 = self.zones.iter().rev().skip(1).map(|z| z.managed).sum();
+        self.phys_first_frame = (lower + self.kernel_pages).min(self.present);
+    }
+
+    /// The frame at page `p` of the node's physical range, if one was ever handed out
+    /// there. Frames beyond the end of the range wrap to its start (the lower zones and boot
+    /// memory), so every frame has a place.
+    pub fn frame_at_phys(&self, p: u64) -> Option<u32> {
+        if p >= self.present {
+            return None;
+        }
+        let i = if p >= self.phys_first_frame {
+            p - self.phys_first_frame
+        } else {
+            p + self.present - self.phys_first_frame
+        };
+        (i < self.frames.len() as u64).then_some(i as u32)
+    }
+
+    /// The page of the node's physical range where frame `pfn` lies (the inverse of
+    /// [`NodeMem::frame_at_phys`]).
+    pub fn phys_of_frame(&self, pfn: u32) -> u64 {
+        let p = self.phys_first_frame + pfn as u64;
+        if p >= self.present {
+            p - self.present
+        } else {
+            p
+        }
     }
 
     /// Move up to `n` free pages to the kernel (highest zone first); returns how many.
@@ -556,5 +600,39 @@ mod tests {
         assert_eq!(n.lru_tail(Lru::InactiveAnon), None);
         n.free_frame(a);
         assert_eq!(n.take_frame(1, 9), a, "LIFO reuse");
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn frames_lie_above_lower_zones_and_boot_memory_and_wrap_below() {
+        let mut n = NodeMem::new(Pages(1000));
+        n.set_zones(&[
+            tiermem_core::watermarks::ZoneSpan {
+                idx: tiermem_core::watermarks::ZONE_DMA,
+                managed: 100,
+            },
+            tiermem_core::watermarks::ZoneSpan {
+                idx: tiermem_core::watermarks::ZONE_DMA32,
+                managed: 900,
+            },
+        ]);
+        n.take_kernel_pages(50);
+        n.lay_out_frames();
+        assert_eq!(n.phys_first_frame, 150);
+        for i in 0..900u32 {
+            n.take_frame(1, i);
+        }
+        assert_eq!(n.frame_at_phys(150), Some(0));
+        assert_eq!(n.frame_at_phys(149), None, "boot memory below the frames");
+        // Frames past the end of the range wrap into the low part: every one has a place.
+        assert_eq!(n.phys_of_frame(899), 49);
+        for i in 0..900u32 {
+            assert_eq!(n.frame_at_phys(n.phys_of_frame(i)), Some(i));
+        }
+        assert_eq!(n.frame_at_phys(1000), None);
     }
 }

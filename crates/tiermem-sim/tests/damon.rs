@@ -202,7 +202,7 @@ fn damon_mkold_leaves_the_reference_for_reclaim() {
         costs: &costs,
         now: tiermem_core::units::SimTime::ZERO,
     };
-    let addr = pfn as u64 * PAGE_SIZE;
+    let addr = bases[0] + ops.kernel.nodes[0].phys_of_frame(pfn) * PAGE_SIZE;
     assert!(
         ops.check_access(0, addr),
         "never idle-marked: counts as accessed"
