@@ -710,9 +710,6 @@ impl Kernel {
         if k.awake || k.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced(n) {
             return;
         }
-        // Reclaim is active on the node's zones: nr_pcp_high shrinks the pagesets' high
-        // marks and frees flush them back to the buddy lists.
-        self.nodes[n].drain_pagesets();
         let k = &mut self.kswapd[n];
         k.awake = true;
         k.reset_sweep();
@@ -740,6 +737,11 @@ impl Kernel {
             }
             let prio = k.priority;
             let r = self.shrink_node(n, SWAP_CLUSTER_MAX, prio, Reclaimer::Kswapd);
+            if r.reclaimed > 0 {
+                // balance_pgdat set ZONE_RECLAIM_ACTIVE: nr_pcp_high shrinks the pagesets'
+                // high marks, and the pages this batch freed flush them to the buddy lists.
+                self.nodes[n].drain_pagesets();
+            }
             // kswapd_shrink_node: Σ over the eligible zones of max(high, SWAP_CLUSTER_MAX).
             let nr_to_reclaim: u64 = self.nodes[n]
                 .zones
