@@ -39,10 +39,11 @@
 use crate::damon::Region;
 use crate::Error;
 use std::collections::BTreeMap;
+use tiermem_policy::promotion::{self, ThresholdMove};
 
 pub const PAGE_SIZE: u64 = 4096;
-/// `NUMA_MIGRATION_ADJUST_STEPS` (fair.c).
-pub const ADJUST_STEPS: u64 = 16;
+/// `NUMA_MIGRATION_ADJUST_STEPS` (fair.c): the controller's latency levels.
+pub const ADJUST_STEPS: u64 = promotion::ADJUST_STEPS as u64;
 /// A region found with nothing to move is examined again after this long (its boundaries
 /// changing, as DAMON splits and merges regions, makes it a new region at once).
 pub const RECHECK_MS: u64 = 5_000;
@@ -168,12 +169,10 @@ impl Controller {
         let k = self.stats.threshold_level;
         // Lower latency level = stricter (fair.c: th = max(th - unit, unit) when candidates
         // exceed the reference by 10 %, min(th + unit, 2 × ref_th) when 10 % short).
-        let new = if diff > ref_cand * 11 / 10 {
-            k.saturating_sub(1).max(1)
-        } else if diff < ref_cand * 9 / 10 {
-            (k + 1).min(ADJUST_STEPS)
-        } else {
-            k
+        let new = match promotion::threshold_move(diff, ref_cand) {
+            ThresholdMove::Stricter => k.saturating_sub(1).max(1),
+            ThresholdMove::Looser => (k + 1).min(ADJUST_STEPS),
+            ThresholdMove::Keep => k,
         };
         let permil = threshold_permil(self.p.initial_threshold_permil, new);
         if new != k {

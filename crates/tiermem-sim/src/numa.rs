@@ -23,6 +23,7 @@ use tiermem_core::config::PromotionPolicy;
 use tiermem_core::mempolicy::PolicyMode;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SHIFT};
 use tiermem_core::watermarks::ZONE_MOVABLE;
+use tiermem_policy::promotion;
 
 /// `NUMA_BALANCING_NORMAL`.
 pub const NUMA_BALANCING_NORMAL: u32 = 1;
@@ -41,8 +42,6 @@ const MAX_SCAN_WINDOW: u32 = 2560;
 /// `NUMA_PERIOD_SLOTS`, `NUMA_PERIOD_THRESHOLD`.
 const NUMA_PERIOD_SLOTS: u64 = 10;
 const NUMA_PERIOD_THRESHOLD: u64 = 7;
-/// `NUMA_MIGRATION_ADJUST_STEPS`.
-const NUMA_MIGRATION_ADJUST_STEPS: u32 = 16;
 /// A scheduler tick (HZ = 250, Debian's configuration), in ns.
 pub(crate) const TICK_NS: u64 = 4_000_000;
 /// Huge page size in base pages: scan chunks end on a PMD boundary.
@@ -55,8 +54,8 @@ pub struct PgdatNuma {
     pub nbp_threshold: u32,
     pub nbp_th_start: u32,
     pub nbp_th_nr_cand: u64,
-    pub nbp_rl_start: u32,
-    pub nbp_rl_nr_cand: u64,
+    /// `nbp_rl_start`, `nbp_rl_nr_cand`.
+    pub rate_window: promotion::RateWindow,
 }
 
 /// Per-mm scanner state.
@@ -410,18 +409,13 @@ impl Kernel {
         let pg = &mut self.numa.pgdat[n];
         pg.nbp_th_start = now_ms;
         let ref_cand = rate_limit * period as u64 / 1000;
-        let diff = nr_cand - pg.nbp_th_nr_cand;
-        let unit = ref_th * 2 / NUMA_MIGRATION_ADJUST_STEPS;
-        let mut th = if pg.nbp_threshold != 0 {
+        let th = if pg.nbp_threshold != 0 {
             pg.nbp_threshold
         } else {
             ref_th
         };
-        if diff > ref_cand * 11 / 10 {
-            th = th.saturating_sub(unit).max(unit);
-        } else if diff < ref_cand * 9 / 10 {
-            th = (th + unit).min(ref_th * 2);
-        }
+        let m = promotion::threshold_move(nr_cand - pg.nbp_th_nr_cand, ref_cand);
+        let th = promotion::step_threshold_ms(th, ref_th, m);
         pg.nbp_th_nr_cand = nr_cand;
         pg.nbp_threshold = th;
     }
@@ -440,12 +434,9 @@ impl Kernel {
         // MSEC_PER_SEC, and the pages allowed in it, divided by the experiment's model scale.
         let scale = self.cfg.numa.model_scale.max(1);
         let (window, limit) = (1000 / scale, rate_limit / scale as u64);
-        let pg = &mut self.numa.pgdat[n];
-        if now_ms.wrapping_sub(pg.nbp_rl_start) > window {
-            pg.nbp_rl_start = now_ms;
-            pg.nbp_rl_nr_cand = nr_cand;
-        }
-        nr_cand - pg.nbp_rl_nr_cand >= limit
+        self.numa.pgdat[n]
+            .rate_window
+            .exceeded(now_ms, nr_cand, window, limit)
     }
 
     /// `migrate_misplaced_folio_prepare`: the target must be above its high watermark + nr
