@@ -210,6 +210,17 @@ fn sim_failure(e: tiermem_sim::SimError) -> Failure {
 }
 
 #[allow(clippy::expect_used, reason = "parse_log_filter accepted this filter")]
+/// `tiermem … | head`: a reader that closes the pipe ends the command with SIGPIPE, as for
+/// any Unix filter, instead of a panic in `println!` (Rust ignores SIGPIPE by default).
+/// Not for the commands that change the host (`agent`, `exec`, `workload run`): they must
+/// reach their restore paths, and keep the default, where a closed pipe is a write error.
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: setting a signal's disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter =
@@ -219,6 +230,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     tiermem_sim::budget::set_limit(cli.max_memory);
+    if !matches!(cli.cmd, Cmd::Agent(_) | Cmd::Exec(_) | Cmd::Workload { .. }) {
+        die_quietly_on_closed_pipe();
+    }
     let r = match cli.cmd {
         Cmd::Sim {
             config,

@@ -313,3 +313,20 @@ fn configs_too_large_for_the_host_are_refused_with_the_estimate() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("out of range"), "{err}");
 }
+
+#[test]
+fn a_reader_that_stops_early_does_not_make_a_command_panic() {
+    // `tiermem presets | head -0`: the reader is gone before the first line is written.
+    use std::process::Stdio;
+    let mut child = Command::new(bin())
+        .arg("presets")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(o.status.code(), Some(101), "{err}");
+}
