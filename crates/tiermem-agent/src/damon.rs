@@ -374,29 +374,8 @@ impl Region {
     }
 }
 
-/// Scheme statistics (`schemes/<S>/stats/`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchemeStats {
-    pub nr_tried: u64,
-    pub sz_tried: u64,
-    pub nr_applied: u64,
-    pub sz_applied: u64,
-    pub qt_exceeds: u64,
-}
-
-impl SchemeStats {
-    /// A statistic by its file name in `stats/` (`sz_applied`); `None` for another name.
-    pub fn get(&self, file: &str) -> Option<u64> {
-        Some(match file {
-            "nr_tried" => self.nr_tried,
-            "sz_tried" => self.sz_tried,
-            "nr_applied" => self.nr_applied,
-            "sz_applied" => self.sz_applied,
-            "qt_exceeds" => self.qt_exceeds,
-            _ => return None,
-        })
-    }
-}
+/// Scheme statistics (`schemes/<S>/stats/`), the simulator's type.
+pub use tiermem_core::damon::SchemeStats;
 
 /// The biggest top-level `System RAM` range of `/proc/iomem`, as `[start, end)`.
 pub fn biggest_system_ram(iomem: &str) -> Option<(u64, u64)> {
@@ -656,6 +635,11 @@ impl DamonSysfs {
             sz_tried: g("sz_tried")?,
             nr_applied: g("nr_applied")?,
             sz_applied: g("sz_applied")?,
+            // A file since 6.14.
+            sz_ops_filter_passed: self
+                .fs
+                .read_u64_opt(&format!("{d}/sz_ops_filter_passed"))?
+                .unwrap_or(0),
             qt_exceeds: g("qt_exceeds")?,
         })
     }

@@ -742,6 +742,35 @@ impl Default for TieringParams {
     }
 }
 
+/// A scheme's statistics (`struct damos_stat`; the files of DAMON sysfs
+/// `schemes/<S>/stats/`), the same for a simulated context and a kernel's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SchemeStats {
+    pub nr_tried: u64,
+    pub sz_tried: u64,
+    pub nr_applied: u64,
+    pub sz_applied: u64,
+    /// Bytes that passed the operations layer's filters (`sz_ops_filter_passed`, a file
+    /// since Linux 6.14; 0 where the kernel lacks it).
+    pub sz_ops_filter_passed: u64,
+    pub qt_exceeds: u64,
+}
+
+impl SchemeStats {
+    /// A statistic by its file name in `stats/` (`sz_applied`); `None` for another name.
+    pub fn get(&self, file: &str) -> Option<u64> {
+        Some(match file {
+            "nr_tried" => self.nr_tried,
+            "sz_tried" => self.sz_tried,
+            "nr_applied" => self.nr_applied,
+            "sz_applied" => self.sz_applied,
+            "sz_ops_filter_passed" => self.sz_ops_filter_passed,
+            "qt_exceeds" => self.qt_exceeds,
+            _ => return None,
+        })
+    }
+}
+
 /// kdamond's CPU cost model (assumptions; see docs/model.md). kdamond runs on its own CPU:
 /// its time is reported as a share of one CPU and does not slow the workload, except for
 /// the time the actions' effects cost (refaults, migration traffic).

@@ -27,16 +27,8 @@ const MAX_SUBSCORE: u64 = 100;
 /// `DAMON_MAX_AGE_IN_LOG`.
 const MAX_AGE_IN_LOG: i64 = 32;
 
-/// `struct damos_stat`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct SchemeStats {
-    pub nr_tried: u64,
-    pub sz_tried: u64,
-    pub nr_applied: u64,
-    pub sz_applied: u64,
-    pub sz_ops_filter_passed: u64,
-    pub qt_exceeds: u64,
-}
+/// `struct damos_stat` (defined in `tiermem-core`, shared with the live agent).
+pub use tiermem_core::damon::SchemeStats;
 
 /// One entry of `tried_regions/` (the regions of the latest application).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -606,7 +606,7 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
                 .iter()
                 .map(|s| SchemeSummary {
                     action: s.cfg.action.name().into(),
-                    stats: s.stat.clone(),
+                    stats: s.stat,
                     effective_bytes: s.quota.esz,
                     activated: s.activated,
                     tried_regions: s.tried_regions.len(),

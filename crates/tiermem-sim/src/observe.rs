@@ -100,15 +100,7 @@ fn context_scheme_stat(
     else {
         return 0;
     };
-    let st = &s.stat;
-    match stat {
-        "nr_tried" => st.nr_tried,
-        "sz_tried" => st.sz_tried,
-        "nr_applied" => st.nr_applied,
-        "sz_applied" => st.sz_applied,
-        "qt_exceeds" => st.qt_exceeds,
-        _ => 0,
-    }
+    s.stat.get(stat).unwrap_or(0)
 }
 
 /// Present pages of one VMA per node (KSM pages count on the node of their KSM page, as
