@@ -209,7 +209,6 @@ fn sim_failure(e: tiermem_sim::SimError) -> Failure {
     }
 }
 
-#[allow(clippy::expect_used, reason = "parse_log_filter accepted this filter")]
 /// `tiermem … | head`: a reader that closes the pipe ends the command with SIGPIPE, as for
 /// any Unix filter, instead of a panic in `println!` (Rust ignores SIGPIPE by default).
 /// Not for the commands that change the host (`agent`, `exec`, `workload run`): they must
@@ -221,6 +220,7 @@ fn die_quietly_on_closed_pipe() {
     }
 }
 
+#[allow(clippy::expect_used, reason = "parse_log_filter accepted this filter")]
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter =
