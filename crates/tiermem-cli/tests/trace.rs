@@ -237,13 +237,12 @@ fn bad_inputs_exit_2_with_a_location() {
         &tiermem(&["trace", "info", s(&f)]),
         "byte offset 77: corrupt chunk data",
     );
-    // The simulator names a missing trace file.
+    // The simulator names a missing trace file, the config file and the key.
     let cfg = d.path().join("cfg.toml");
     std::fs::write(&cfg, replay_config(Path::new("/nonexistent/t.tmt"), 0, "")).unwrap();
-    bad(
-        &tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o"))]),
-        "/nonexistent/t.tmt",
-    );
+    let run = tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o"))]);
+    bad(&run, "/nonexistent/t.tmt");
+    bad(&run, "cfg.toml: key `workloads[0].file`");
     std::fs::write(
         &cfg,
         replay_config(&out, 0, "").replace("name = \"replay\"", "name = \"replay\"\ncpi = -1.0"),

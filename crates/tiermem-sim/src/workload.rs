@@ -622,6 +622,20 @@ pub struct ThreadSpec {
     pub pace: Option<SimDuration>,
 }
 
+/// A trace file that cannot be read is a config error at its key (`workloads[i].file`,
+/// so that the CLI names the config file too); a malformed trace names the trace itself.
+fn trace_open_error(wi: usize, e: tiermem_trace::TraceError) -> crate::SimError {
+    match e {
+        tiermem_trace::TraceError::Read { path, source } => {
+            crate::SimError::Config(tiermem_core::ConfigError::invalid(
+                format!("workloads[{wi}].file"),
+                format!("cannot read the trace {path}: {source}"),
+            ))
+        }
+        e => crate::SimError::Trace(e),
+    }
+}
+
 /// Create the processes of every workload in the kernel and return their threads.
 pub fn build(
     cfg: &SimConfig,
@@ -852,7 +866,10 @@ pub fn build(
             WorkloadConfig::Trace(t) => {
                 let name = t.name.clone().unwrap_or_else(|| format!("trace{wi}"));
                 let cpu = t.cpu_node.unwrap_or(first_cpu);
-                let layout = std::sync::Arc::new(crate::trace_replay::TraceLayout::open(&t.file)?);
+                let layout = std::sync::Arc::new(
+                    crate::trace_replay::TraceLayout::open(&t.file)
+                        .map_err(|e| trace_open_error(wi, e))?,
+                );
                 let mut trace_threads: Vec<u32> =
                     layout.footer.threads.iter().map(|x| x.0).collect();
                 if trace_threads.is_empty() {
