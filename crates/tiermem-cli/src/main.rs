@@ -225,9 +225,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter =
         tracing_subscriber::EnvFilter::try_new(&cli.log).expect("checked by parse_log_filter");
+    // Colour only on a terminal: `tiermem agent 2>agent.log` writes plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     tiermem_sim::budget::set_limit(cli.max_memory);
     if !matches!(cli.cmd, Cmd::Agent(_) | Cmd::Exec(_) | Cmd::Workload { .. }) {

@@ -80,7 +80,7 @@ fn config(dir: &Path) -> PathBuf {
 
 fn start(root: &Path, cfg: &Path, state: &Path) -> Child {
     Command::new(bin())
-        .args(["agent", "--root"])
+        .args(["--log", "info", "agent", "--root"])
         .arg(root)
         .arg("--config")
         .arg(cfg)
@@ -128,12 +128,15 @@ fn every_stopping_signal_restores_every_setting() {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "signal {sig}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "signal {sig}: {err}");
         assert_restored(&root, &state);
+        // Logs to a file or pipe are plain text: some lines, no colour codes.
+        assert!(err.contains("INFO"), "{err}");
+        assert!(
+            !err.contains('\u{1b}'),
+            "ANSI codes in a piped log: {err:?}"
+        );
     }
 }
 
