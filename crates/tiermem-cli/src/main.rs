@@ -705,6 +705,8 @@ fn cmd_experiment(
         if !no_plots {
             render_plots(&dir);
         }
+        experiment::note_missing_plots(&dir)
+            .with_context(|| format!("cannot update {}", dir.join("report.md").display()))?;
         index.push_str(&format!(
             "- [{}]({}/report.md): {} ({} variants)\n",
             e.name,

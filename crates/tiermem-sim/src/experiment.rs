@@ -1101,6 +1101,38 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
     s
 }
 
+/// Replace the report's links to plots that were not drawn (`--no-plots`, or no Python
+/// plotting stack) with a line that says how to draw them, so that `report.md` never shows
+/// a broken image.
+pub fn note_missing_plots(dir: &std::path::Path) -> std::io::Result<()> {
+    let path = dir.join("report.md");
+    let text = std::fs::read_to_string(&path)?;
+    let mut changed = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let file = line
+                .strip_prefix("![")
+                .and_then(|r| r.split_once("]("))
+                .and_then(|(_, r)| r.strip_suffix(')'));
+            match file {
+                Some(f) if !dir.join(f).exists() => {
+                    changed = true;
+                    format!(
+                        "_Plot `{f}` not drawn: run `python3 -m tiermem.plots {}` (needs the Python package)._",
+                        dir.display()
+                    )
+                }
+                _ => line.to_string(),
+            }
+        })
+        .collect();
+    if changed {
+        std::fs::write(&path, lines.join("\n") + "\n")?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1180,5 +1212,24 @@ mod tests {
                 SimConfig::from_value(&v.config, "t").unwrap();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod missing_plot_tests {
+    #[test]
+    fn links_to_plots_that_were_not_drawn_become_a_note() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.png"), b"png").unwrap();
+        std::fs::write(
+            d.path().join("report.md"),
+            "# r\n\n![drawn](a.png)\n\n![missing](b.png)\n",
+        )
+        .unwrap();
+        super::note_missing_plots(d.path()).unwrap();
+        let r = std::fs::read_to_string(d.path().join("report.md")).unwrap();
+        assert!(r.contains("![drawn](a.png)"), "{r}");
+        assert!(!r.contains("![missing](b.png)"), "{r}");
+        assert!(r.contains("Plot `b.png` not drawn"), "{r}");
     }
 }
