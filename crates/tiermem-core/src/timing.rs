@@ -142,6 +142,28 @@ impl LatencyCurve {
         let slope = (at_cap - self.factor(U_CAP - eps, r)) / eps;
         at_cap + (u - U_CAP) * slope.max(1.0) * 1000.0
     }
+
+    /// The utilisation at which [`LatencyCurve::factor_or_saturated`] reaches `factor` (its
+    /// inverse, by bisection; it rises monotonically): where on the curve a measured latency
+    /// puts a node. 0 for factors at or below 1.
+    pub fn utilisation_at(&self, factor: f64, r: f64) -> f64 {
+        if factor <= 1.0 {
+            return 0.0;
+        }
+        let (mut lo, mut hi) = (0.0, 1.0);
+        while self.factor_or_saturated(hi, r) < factor {
+            hi *= 2.0;
+        }
+        for _ in 0..100 {
+            let mid = (lo + hi) / 2.0;
+            if self.factor_or_saturated(mid, r) < factor {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo + hi) / 2.0
+    }
 }
 
 #[cfg(test)]
@@ -213,6 +235,17 @@ mod tests {
             let f = c.factor_or_saturated(u, 0.8);
             assert!(f >= last, "not monotone at u={u}");
             last = f;
+        }
+    }
+
+    #[test]
+    fn utilisation_at_inverts_the_curve_including_its_saturated_line() {
+        for c in [ddr(), cxl()] {
+            for u in [0.0, 0.1, 0.5, 0.9, 0.95, 0.979, 0.99, 1.2] {
+                let f = c.factor_or_saturated(u, 1.0);
+                let back = c.utilisation_at(f, 1.0);
+                assert!((back - u).abs() < 1e-9, "u {u}: back {back}");
+            }
         }
     }
 }
