@@ -444,11 +444,29 @@ impl AgentConfig {
         v
     }
 
-    /// Checks that need no host: ranges and conflicts between settings.
+    /// Checks that need no host: ranges and conflicts between settings. Every section is
+    /// checked, so that a config with problems in several sections reports them all (the
+    /// first of each section); `tiermem agent --dry-run` lists them.
     pub fn check_static(&self) -> Result<(), ConfigError> {
-        fn bad(k: impl Into<String>, m: impl Into<String>) -> ConfigError {
-            ConfigError::invalid(k, m)
-        }
+        let problems: Vec<ConfigError> = [
+            self.check_basics(),
+            self.check_numa_balancing(),
+            self.check_weighted_interleave(),
+            self.check_ksm(),
+            self.check_own_damon(),
+            self.check_tiering(),
+            self.check_damon_modules(),
+            self.check_target_selectors(),
+            self.check_reclaim(),
+        ]
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+        all_of(problems)
+    }
+
+    /// `interval` and `[metrics]`.
+    fn check_basics(&self) -> Result<(), ConfigError> {
         if self.interval.as_ms() < 10 {
             return Err(bad("interval", "must be at least 10ms"));
         }
@@ -466,6 +484,11 @@ impl AgentConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `[numa_balancing]`: sysctl ranges.
+    fn check_numa_balancing(&self) -> Result<(), ConfigError> {
         if let Some(nb) = &self.numa_balancing {
             if matches!(nb.watermark_scale_factor, Some(v) if !(1..=3000).contains(&v)) {
                 return Err(bad(
@@ -485,6 +508,11 @@ impl AgentConfig {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `[weighted_interleave]`: weights and their source.
+    fn check_weighted_interleave(&self) -> Result<(), ConfigError> {
         if let Some(wi) = &self.weighted_interleave {
             match wi.source {
                 WeightSource::Given if wi.weights.is_empty() => {
@@ -531,6 +559,11 @@ impl AgentConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `[ksm]`: sysfs ranges.
+    fn check_ksm(&self) -> Result<(), ConfigError> {
         if let Some(k) = &self.ksm {
             if matches!(k.run, Some(r) if r > 2) {
                 return Err(bad("ksm.run", "must be 0, 1 or 2"));
@@ -545,6 +578,11 @@ impl AgentConfig {
                 return Err(bad("ksm.max_page_sharing", "must be at least 2"));
             }
         }
+        Ok(())
+    }
+
+    /// `[damon]`: the agent's own kdamond (attributes, targets, schemes).
+    fn check_own_damon(&self) -> Result<(), ConfigError> {
         if let Some(d) = &self.damon {
             check_attrs(&d.attrs, "damon.attrs")?;
             match d.ops {
@@ -569,6 +607,23 @@ impl AgentConfig {
                 crate::damon::validate_scheme(s, &format!("damon.schemes[{i}]"), d.ops)?;
             }
         }
+        if let Some(d) = &self.damon {
+            if d.schemes.len() > limits::MAX_SCHEMES {
+                return Err(bad(
+                    "damon.schemes",
+                    format!(
+                        "{} schemes; at most {}",
+                        d.schemes.len(),
+                        limits::MAX_SCHEMES
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[tiering]`: the user-space controller, and its conflict with NUMA balancing.
+    fn check_tiering(&self) -> Result<(), ConfigError> {
         if let Some(t) = &self.tiering {
             check_attrs(&t.attrs, "tiering.attrs")?;
             if t.attrs.intervals_goal.aggrs > 0 {
@@ -604,6 +659,11 @@ impl AgentConfig {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// DAMON_RECLAIM and DAMON_LRU_SORT: one at a time, and not beside own kdamonds.
+    fn check_damon_modules(&self) -> Result<(), ConfigError> {
         // DAMON_RECLAIM and DAMON_LRU_SORT start their context with damon_start(exclusive =
         // true): it fails with EBUSY while any other context runs, and makes later ones fail.
         let enables = |m: &Option<BTreeMap<String, toml::Value>>| {
@@ -633,6 +693,11 @@ impl AgentConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Target selectors of every section: sizes and cgroup paths.
+    fn check_target_selectors(&self) -> Result<(), ConfigError> {
         for (key, sel) in self.target_selectors() {
             for (what, n) in [
                 ("pids", sel.pids.len()),
@@ -651,18 +716,11 @@ impl AgentConfig {
                     .map_err(|m| bad(format!("{key}.targets.cgroups[{i}]"), m))?;
             }
         }
-        if let Some(d) = &self.damon {
-            if d.schemes.len() > limits::MAX_SCHEMES {
-                return Err(bad(
-                    "damon.schemes",
-                    format!(
-                        "{} schemes; at most {}",
-                        d.schemes.len(),
-                        limits::MAX_SCHEMES
-                    ),
-                ));
-            }
-        }
+        Ok(())
+    }
+
+    /// `[reclaim]`: cgroups and process reclaim.
+    fn check_reclaim(&self) -> Result<(), ConfigError> {
         if let Some(r) = &self.reclaim {
             if r.cgroups.len() > limits::MAX_RECLAIM_CGROUPS {
                 return Err(bad(
@@ -773,6 +831,25 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
     true
 }
 
+fn bad(k: impl Into<String>, m: impl Into<String>) -> ConfigError {
+    ConfigError::invalid(k, m)
+}
+
+/// One error for several problems: the first, with the others appended to its message,
+/// each naming its key.
+fn all_of(mut problems: Vec<ConfigError>) -> Result<(), ConfigError> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let mut first = problems.remove(0);
+    for p in problems {
+        first
+            .message
+            .push_str(&format!("\n  and key `{}`: {}", p.key, p.message));
+    }
+    Err(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -816,6 +893,19 @@ mod tests {
         assert!(e.message.contains("exclusive"));
         let e = parse("[metrics]\nlisten = \"0.0.0.0:9464\"\n").unwrap_err();
         assert!(e.message.contains("loopback"));
+    }
+
+    #[test]
+    fn problems_in_several_sections_are_all_reported() {
+        let e = parse("interval = \"1ms\"\n[ksm]\nrun = 3\n[numa_balancing]\nscan_size_mb = 0\n")
+            .unwrap_err();
+        assert_eq!(e.key, "interval", "the first in section order");
+        assert!(
+            e.message.contains("key `numa_balancing.scan_size_mb`"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("key `ksm.run`"), "{}", e.message);
     }
 
     #[test]
