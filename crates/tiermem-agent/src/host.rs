@@ -445,6 +445,25 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
 }
 
+/// The SLIT distances as `numactl --hardware` prints them (`node distances:`, a row per
+/// node). Columns are the online nodes in order, as each node's `distance` file lists them.
+fn distance_matrix(h: &HostTopology) -> String {
+    use std::fmt::Write;
+    let mut o = String::from("node distances:\nnode ");
+    for n in &h.nodes {
+        let _ = write!(o, "{:>4}", n.id);
+    }
+    o.push('\n');
+    for n in &h.nodes {
+        let _ = write!(o, "{:>3}: ", n.id);
+        for d in &n.distances {
+            let _ = write!(o, "{d:>4}");
+        }
+        o.push('\n');
+    }
+    o
+}
+
 /// The human table of `tiermem topology`.
 pub fn render_table(h: &HostTopology) -> String {
     use std::fmt::Write;
@@ -453,14 +472,14 @@ pub fn render_table(h: &HostTopology) -> String {
     let _ = writeln!(o, "kernel: {}", opt(h.kernel_release.as_ref()));
     let _ = writeln!(
         o,
-        "{:<5} {:<10} {:>10} {:>10} {:>5} {:>9} {:>9} {:>8} {:>8}  distances",
+        "{:<5} {:<10} {:>10} {:>10} {:>5} {:>9} {:>9} {:>8} {:>8}",
         "node", "cpus", "total_MiB", "free_MiB", "tier", "rd_MB/s", "wr_MB/s", "rd_ns", "wr_ns"
     );
     for n in &h.nodes {
         let a = n.access1.clone().unwrap_or_default();
         let _ = writeln!(
             o,
-            "{:<5} {:<10} {:>10} {:>10} {:>5} {:>9} {:>9} {:>8} {:>8}  {}",
+            "{:<5} {:<10} {:>10} {:>10} {:>5} {:>9} {:>9} {:>8} {:>8}",
             n.id,
             if n.cpus.is_empty() {
                 "-".to_string()
@@ -474,13 +493,9 @@ pub fn render_table(h: &HostTopology) -> String {
             opt(a.write_bandwidth_mbps),
             opt(a.read_latency_ns),
             opt(a.write_latency_ns),
-            n.distances
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
         );
     }
+    o.push_str(&distance_matrix(h));
     let _ = writeln!(o, "HMAT figures: access class 1 (CPU initiators)");
     let _ = writeln!(o, "memory tiers (kernel):");
     for t in &h.tiers {
@@ -681,6 +696,16 @@ mod tests {
         assert_eq!(
             h.settings.damon_modules["damon_reclaim"]["min_age"],
             "120000000"
+        );
+    }
+
+    #[test]
+    fn the_table_prints_the_distance_matrix_as_numactl_does() {
+        let t = fake_two_node();
+        let table = render_table(&read_host(&t.fs()).unwrap());
+        assert!(
+            table.contains("node distances:\nnode    0   1\n  0:   10  20\n  1:   20  10\n"),
+            "{table}"
         );
     }
 
