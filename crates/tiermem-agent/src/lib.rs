@@ -35,6 +35,7 @@ pub mod exec;
 pub mod fs;
 pub mod host;
 pub mod metrics;
+pub mod numastat;
 pub mod plan;
 pub mod signals;
 pub mod state;

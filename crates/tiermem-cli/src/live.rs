@@ -19,6 +19,16 @@ pub struct TopologyArgs {
 }
 
 #[derive(Args)]
+pub struct NumastatArgs {
+    /// A process: its memory per node and kind (MiB), from /proc/PID/numa_maps.
+    #[arg(short = 'p', long = "pid")]
+    pid: Option<u32>,
+    /// Read /proc and /sys under this directory instead of / (testing).
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
+}
+
+#[derive(Args)]
 pub struct AgentArgs {
     /// The agent config (TOML).
     #[arg(long)]
@@ -76,6 +86,16 @@ pub fn cmd_topology(a: TopologyArgs) -> Result<(), Error> {
     } else {
         print!("{}", tiermem_agent::host::render_table(&h));
     }
+    Ok(())
+}
+
+pub fn cmd_numastat(a: NumastatArgs) -> Result<(), Error> {
+    let fs = HostFs::new(a.root);
+    let text = match a.pid {
+        Some(pid) => tiermem_agent::numastat::process(&fs, pid)?,
+        None => tiermem_agent::numastat::system(&fs)?,
+    };
+    print!("{text}");
     Ok(())
 }
 

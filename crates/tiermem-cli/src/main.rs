@@ -158,6 +158,9 @@ enum Cmd {
     },
     /// Show this host's NUMA nodes, memory tiers, HMAT figures and tiering settings.
     Topology(live::TopologyArgs),
+    /// Per-node allocation counters, or one process's memory per node (`-p PID`), as
+    /// numactl's numastat prints them.
+    Numastat(live::NumastatArgs),
     /// Apply a tiering config to this host, run its controllers, restore on exit.
     Agent(live::AgentArgs),
     /// Start a program under a memory policy and/or process-wide KSM merging.
@@ -294,6 +297,7 @@ fn main() -> ExitCode {
         } => cmd_tune(&config, metric, workload, max_weight, out),
         Cmd::Trace { cmd } => trace_cmd::run(cmd),
         Cmd::Topology(a) => live::cmd_topology(a).map_err(live_failure),
+        Cmd::Numastat(a) => live::cmd_numastat(a).map_err(live_failure),
         Cmd::Agent(a) => live::cmd_agent(a).map_err(live_failure),
         Cmd::Exec(a) => live::cmd_exec(a).map_err(live_failure),
         Cmd::Workload { cmd } => workload_cmd::run(cmd).map_err(live_failure),
