@@ -1,7 +1,8 @@
 //! `tiermem numastat [-p PID]`, after numactl's `numastat`: the allocator's per-node
 //! counters (`/sys/devices/system/node/node<N>/numastat`: `numa_hit`, `numa_miss`, …, in
 //! pages), or one process's memory per node from `/proc/<pid>/numa_maps`, in MiB by kind
-//! (huge pages, heap, stack, other anonymous memory, files), as `numastat -p` shows it.
+//! (huge pages, heap, stack, other anonymous memory, files), as `numastat -p` shows it;
+//! and `tiermem migrate PID --from N --to M`, after `migratepages(8)`.
 
 use crate::fs::HostFs;
 use crate::Error;
@@ -93,6 +94,55 @@ pub fn process(fs: &HostFs, pid: u32) -> Result<String, Error> {
     Ok(render_process(pid, &maps, &nodes))
 }
 
+/// Bytes per node of a process, all kinds together.
+fn node_totals(numa_maps: &str) -> BTreeMap<u32, u64> {
+    let mut t = BTreeMap::new();
+    for per in process_bytes(numa_maps).values() {
+        for (n, b) in per {
+            *t.entry(*n).or_default() += b;
+        }
+    }
+    t
+}
+
+/// `migratepages PID FROM TO`: check the process and the nodes (online ones with memory),
+/// move the pages with `migrate_pages(2)`, and report MiB per node before and after and the
+/// pages that stayed.
+pub fn migrate(fs: &HostFs, pid: u32, from: &[u32], to: &[u32]) -> Result<String, Error> {
+    let bad = |k: &str, m: String| Error::Config(tiermem_core::ConfigError::invalid(k, m));
+    if !fs.exists(&format!("/proc/{pid}")) {
+        return Err(bad("PID", format!("no process {pid}")));
+    }
+    let nodes = fs.numbered_entries(NODE_DIR, "node")?;
+    for (key, set) in [("--from", from), ("--to", to)] {
+        if set.is_empty() {
+            return Err(bad(key, "name at least one node".into()));
+        }
+        if let Some(n) = set.iter().find(|n| !nodes.contains(n)) {
+            return Err(bad(
+                key,
+                format!("node {n} is not online (nodes: {nodes:?})"),
+            ));
+        }
+    }
+    let maps = |fs: &HostFs| fs.read(&format!("/proc/{pid}/numa_maps"));
+    let before = node_totals(&maps(fs)?);
+    let stayed = crate::sys::migrate_pages(pid as i32, from, to)?;
+    let after = node_totals(&maps(fs)?);
+    let mib = |b: Option<&u64>| b.copied().unwrap_or(0) as f64 / (1u64 << 20) as f64;
+    let mut o = format!("PID {pid}: MiB per node before -> after\n");
+    for n in &nodes {
+        let _ = writeln!(
+            o,
+            "  node {n}: {:>10.2} -> {:>10.2}",
+            mib(before.get(n)),
+            mib(after.get(n))
+        );
+    }
+    let _ = writeln!(o, "pages not moved: {stayed}");
+    Ok(o)
+}
+
 /// The allocator's counters per node, in pages, as `numastat` prints them.
 pub fn system(fs: &HostFs) -> Result<String, Error> {
     let nodes = fs.numbered_entries(NODE_DIR, "node")?;
@@ -159,6 +209,44 @@ mod tests {
             t.lines().last().unwrap().trim_end().ends_with("9.28"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn migrate_checks_the_process_and_the_nodes_first() {
+        let t = crate::fs::fake::FakeTree::new();
+        t.set("/sys/devices/system/node/node0/numastat", "numa_hit 1\n");
+        t.set("/proc/7/numa_maps", "");
+        let e = migrate(&t.fs(), 8, &[0], &[0]).unwrap_err();
+        assert!(
+            e.is_input_error() && e.to_string().contains("no process 8"),
+            "{e}"
+        );
+        let e = migrate(&t.fs(), 7, &[0], &[3]).unwrap_err();
+        assert!(
+            e.is_input_error() && e.to_string().contains("node 3 is not online"),
+            "{e}"
+        );
+        let e = migrate(&t.fs(), 7, &[], &[0]).unwrap_err();
+        assert!(e.to_string().contains("--from"), "{e}");
+    }
+
+    #[test]
+    fn migrating_this_process_within_its_node_moves_nothing() {
+        let fs = HostFs::new("/");
+        let pid = std::process::id();
+        let Some(&n) = fs
+            .numbered_entries(NODE_DIR, "node")
+            .unwrap_or_default()
+            .first()
+        else {
+            return; // no NUMA sysfs on this host
+        };
+        match migrate(&fs, pid, &[n], &[n]) {
+            Ok(report) => assert!(report.contains("pages not moved: 0"), "{report}"),
+            // Kernels without CONFIG_NUMA, or a sandbox that forbids the call.
+            Err(Error::Syscall { .. }) => {}
+            Err(e) => panic!("{e}"),
+        }
     }
 
     #[test]

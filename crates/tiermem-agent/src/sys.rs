@@ -73,6 +73,35 @@ pub fn move_pages(
     Ok(status)
 }
 
+/// `migrate_pages(pid, maxnode, old_nodes, new_nodes)` (what `migratepages(8)` calls): move
+/// the process's pages on `from` to `to`, keeping their relative placement when the sets
+/// have the same size. Returns the number of pages that could not be moved.
+pub fn migrate_pages(pid: i32, from: &[u32], to: &[u32]) -> Result<u64, Error> {
+    // Both masks as wide as the largest node named (see `nodemask` for the extra bit).
+    let max = from.iter().chain(to).copied().max().unwrap_or(0) as usize;
+    let words = (max + 1).div_ceil(64).max(1);
+    let mask = |set: &[u32]| {
+        let mut m = vec![0 as libc::c_ulong; words];
+        for &n in set {
+            m[n as usize / 64] |= 1 << (n % 64);
+        }
+        m
+    };
+    let (old, new) = (mask(from), mask(to));
+    let maxnode = (words * 64 + 1) as libc::c_ulong;
+    // SAFETY: both masks hold `maxnode` bits and outlive the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_migrate_pages,
+            pid as libc::c_long,
+            maxnode,
+            old.as_ptr(),
+            new.as_ptr(),
+        )
+    };
+    check(r, "migrate_pages", pid).map(|n| n as u64)
+}
+
 /// `set_mempolicy(mode, nodemask, maxnode)` for the calling thread (inherited across exec).
 pub fn set_mempolicy(mode: i32, nodes: &[u32]) -> Result<(), Error> {
     let (mask, maxnode) = nodemask(nodes);

@@ -29,6 +29,21 @@ pub struct NumastatArgs {
 }
 
 #[derive(Args)]
+pub struct MigrateArgs {
+    /// The process.
+    pid: u32,
+    /// Nodes to move pages from (comma-separated: `1,2`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    from: Vec<u32>,
+    /// Nodes to move them to (the same count keeps relative placement).
+    #[arg(long, value_delimiter = ',', required = true)]
+    to: Vec<u32>,
+    /// Read /proc and /sys under this directory instead of / (testing).
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
+}
+
+#[derive(Args)]
 pub struct AgentArgs {
     /// The agent config (TOML).
     #[arg(long)]
@@ -96,6 +111,15 @@ pub fn cmd_numastat(a: NumastatArgs) -> Result<(), Error> {
         None => tiermem_agent::numastat::system(&fs)?,
     };
     print!("{text}");
+    Ok(())
+}
+
+pub fn cmd_migrate(a: MigrateArgs) -> Result<(), Error> {
+    let fs = HostFs::new(a.root);
+    print!(
+        "{}",
+        tiermem_agent::numastat::migrate(&fs, a.pid, &a.from, &a.to)?
+    );
     Ok(())
 }
 
