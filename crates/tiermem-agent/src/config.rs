@@ -606,8 +606,6 @@ impl AgentConfig {
             for (i, s) in d.schemes.iter().enumerate() {
                 crate::damon::validate_scheme(s, &format!("damon.schemes[{i}]"), d.ops)?;
             }
-        }
-        if let Some(d) = &self.damon {
             if d.schemes.len() > limits::MAX_SCHEMES {
                 return Err(bad(
                     "damon.schemes",

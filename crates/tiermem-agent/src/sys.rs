@@ -18,8 +18,12 @@ pub const CAP_DAC_OVERRIDE: u32 = 1;
 
 /// A nodemask as the kernel takes it: an array of unsigned longs and a bit count.
 pub fn nodemask(nodes: &[u32]) -> (Vec<libc::c_ulong>, libc::c_ulong) {
-    let max = nodes.iter().copied().max().unwrap_or(0) as usize + 1;
-    let words = max.div_ceil(64).max(1);
+    nodemask_up_to(nodes, nodes.iter().copied().max().unwrap_or(0))
+}
+
+/// [`nodemask`] wide enough for node `max` (two masks of one call share a width).
+fn nodemask_up_to(nodes: &[u32], max: u32) -> (Vec<libc::c_ulong>, libc::c_ulong) {
+    let words = (max as usize + 1).div_ceil(64).max(1);
     let mut m = vec![0 as libc::c_ulong; words];
     for &n in nodes {
         m[n as usize / 64] |= 1 << (n % 64);
@@ -77,18 +81,8 @@ pub fn move_pages(
 /// the process's pages on `from` to `to`, keeping their relative placement when the sets
 /// have the same size. Returns the number of pages that could not be moved.
 pub fn migrate_pages(pid: i32, from: &[u32], to: &[u32]) -> Result<u64, Error> {
-    // Both masks as wide as the largest node named (see `nodemask` for the extra bit).
-    let max = from.iter().chain(to).copied().max().unwrap_or(0) as usize;
-    let words = (max + 1).div_ceil(64).max(1);
-    let mask = |set: &[u32]| {
-        let mut m = vec![0 as libc::c_ulong; words];
-        for &n in set {
-            m[n as usize / 64] |= 1 << (n % 64);
-        }
-        m
-    };
-    let (old, new) = (mask(from), mask(to));
-    let maxnode = (words * 64 + 1) as libc::c_ulong;
+    let max = from.iter().chain(to).copied().max().unwrap_or(0);
+    let ((old, maxnode), (new, _)) = (nodemask_up_to(from, max), nodemask_up_to(to, max));
     // SAFETY: both masks hold `maxnode` bits and outlive the call.
     let r = unsafe {
         libc::syscall(

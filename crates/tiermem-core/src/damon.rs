@@ -425,6 +425,22 @@ fn yes() -> bool {
     true
 }
 
+impl FilterConfig {
+    /// A filter on a page property (`anon`, `active`, `young`, …) with no group, range or
+    /// target: `matching` pages are admitted when `allow`, rejected otherwise.
+    pub fn new(kind: FilterType, matching: bool, allow: bool) -> Self {
+        FilterConfig {
+            kind,
+            matching,
+            allow,
+            memcg: None,
+            memcg_path: None,
+            addr: None,
+            target_idx: None,
+        }
+    }
+}
+
 /// One DAMOS scheme.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -730,25 +730,8 @@ impl DamonCtx {
         } = a;
         let (t, i, si) = (cursor.t, cursor.cur, cursor.si);
         if ops.target_valid(t) {
-            let s = &self.schemes[si];
-            let filters = OpsFilters {
-                filters: &s.ops_filters,
-                core_allowed: pending.core_allowed,
-                default_reject: s.ops_default_reject,
-            };
-            let res = ops.apply(
-                t,
-                s.cfg.action,
-                s.cfg.target_nid,
-                pending.next,
-                pending.end,
-                &filters,
-                APPLY_SLICE_NS,
-            );
-            *cost += res.elapsed_ns;
-            pending.done.add(&res);
-            if let Some(next) = res.resume_at.filter(|&n| n < pending.end) {
-                pending.next = next;
+            *cost += self.apply_slice(t, si, &mut pending, ops);
+            if pending.next < pending.end {
                 self.applying = Some(Applying {
                     cursor,
                     at_aggr,
@@ -920,38 +903,48 @@ impl DamonCtx {
         if rejected {
             return Visit::Done { region: i, ns: 0 };
         }
-        let s = &self.schemes[si];
         let (start, end) = (self.targets[t][i].start, self.targets[t][i].end);
-        let filters = OpsFilters {
-            filters: &s.ops_filters,
-            core_allowed,
-            default_reject: s.ops_default_reject,
-        };
-        let res: ApplyResult = ops.apply(
-            t,
-            s.cfg.action,
-            s.cfg.target_nid,
+        let mut pending = Pending {
             start,
             end,
-            &filters,
-            APPLY_SLICE_NS,
-        );
-        let ns = res.elapsed_ns;
-        if let Some(next) = res.resume_at.filter(|&n| n < end) {
+            next: start,
+            core_allowed,
+            done: ApplyResult::default(),
+        };
+        let ns = self.apply_slice(t, si, &mut pending, ops);
+        if pending.next < end {
             return Visit::Cut {
                 region: i,
                 ns,
-                pending: Pending {
-                    start,
-                    end,
-                    next,
-                    core_allowed,
-                    done: res,
-                },
+                pending,
             };
         }
-        self.account_application(t, i, si, start, end, res);
+        self.account_application(t, i, si, start, end, pending.done);
         Visit::Done { region: i, ns }
+    }
+
+    /// One slice ([`APPLY_SLICE_NS`]) of scheme `si`'s action on `[p.next, p.end)` of
+    /// target `t`: what it did is added to `p.done` and `p.next` moves on (to `p.end` once
+    /// the range is done). Returns the slice's time, ns.
+    fn apply_slice(&self, t: usize, si: usize, p: &mut Pending, ops: &mut dyn DamonOps) -> u64 {
+        let s = &self.schemes[si];
+        let filters = OpsFilters {
+            filters: &s.ops_filters,
+            core_allowed: p.core_allowed,
+            default_reject: s.ops_default_reject,
+        };
+        let res = ops.apply(
+            t,
+            s.cfg.action,
+            s.cfg.target_nid,
+            p.next,
+            p.end,
+            &filters,
+            APPLY_SLICE_NS,
+        );
+        p.done.add(&res);
+        p.next = res.resume_at.filter(|&n| n < p.end).unwrap_or(p.end);
+        res.elapsed_ns
     }
 
     /// The end of `damos_apply_scheme` once the action returned: the tried region, the

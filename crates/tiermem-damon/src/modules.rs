@@ -75,15 +75,7 @@ pub fn reclaim(p: &ReclaimParams) -> NamedContext {
     }
     let mut filters = Vec::new();
     if p.skip_anon {
-        filters.push(FilterConfig {
-            kind: FilterType::Anon,
-            matching: true,
-            allow: false,
-            memcg: None,
-            memcg_path: None,
-            addr: None,
-            target_idx: None,
-        });
+        filters.push(FilterConfig::new(FilterType::Anon, true, false));
     }
     let scheme = SchemeConfig {
         action: DamosAction::Pageout,
@@ -217,15 +209,7 @@ pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> V
         p.max_nr_regions,
     );
     let max_nr = a.max_nr_accesses() as u64;
-    let young = |allow: bool| FilterConfig {
-        kind: FilterType::Young,
-        matching: true,
-        allow,
-        memcg: None,
-        memcg_path: None,
-        addr: None,
-        target_idx: None,
-    };
+    let young = |allow: bool| FilterConfig::new(FilterType::Young, true, allow);
     let quota = |metric: GoalMetric, target: u64| QuotaConfig {
         ms: 0,
         sz: p.quota_sz,

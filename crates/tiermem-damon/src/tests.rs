@@ -396,15 +396,7 @@ fn kdamond_sleeps_without_monitoring_while_all_schemes_are_inactive() {
 
 #[test]
 fn filters_first_match_decides_and_default_is_inverse_of_last() {
-    let f = |kind, matching, allow| FilterConfig {
-        kind,
-        matching,
-        allow,
-        memcg: None,
-        memcg_path: None,
-        addr: None,
-        target_idx: None,
-    };
+    let f = FilterConfig::new;
     // Ops filters: anon (allow) then young (reject). A young anon page: allowed by the first.
     let fs = [
         f(FilterType::Anon, true, true),

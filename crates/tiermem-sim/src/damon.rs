@@ -267,15 +267,7 @@ impl SimOps<'_> {
             && action == DamosAction::Pageout
             && !fl.iter().any(|f| f.kind == FilterType::Young)
         {
-            fl.push(FilterConfig {
-                kind: FilterType::Young,
-                matching: true,
-                allow: false,
-                memcg: None,
-                memcg_path: None,
-                addr: None,
-                target_idx: None,
-            });
+            fl.push(FilterConfig::new(FilterType::Young, true, false));
         }
         fl
     }
