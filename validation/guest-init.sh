@@ -23,6 +23,7 @@ if grep -qw tiermem_trace /proc/cmdline; then
   echo 1 > $T/max_graph_depth
   echo function_graph > $T/current_tracer
   echo funcgraph-abstime > $T/trace_options
+  echo funcgraph-proc > $T/trace_options
   for e in sched/sched_skip_vma_numa vmscan/mm_vmscan_kswapd_wake vmscan/mm_vmscan_kswapd_sleep \
     vmscan/mm_vmscan_wakeup_kswapd vmscan/mm_vmscan_lru_shrink_inactive ksm/ksm_start_scan \
     ksm/ksm_stop_scan migrate/mm_migrate_pages; do

@@ -264,6 +264,7 @@ class KernelCosts(_Table):
     numa_scan_pte: Optional[Duration] = None
     numa_pte_update: Optional[Duration] = None
     numa_hint_fault: Optional[Duration] = None
+    task_wakeup: Optional[Duration] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 

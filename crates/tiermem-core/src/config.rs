@@ -455,6 +455,16 @@ pub struct KernelCosts {
     /// A NUMA hint fault without migration (trap, `do_numa_page`). Default 1 us.
     #[serde(default = "default_hint_fault")]
     pub numa_hint_fault: SimDuration,
+    /// One sleep–wake cycle of a waiting thread: the timer interrupt, the wakeup, the
+    /// return to user space, the thread's check and the syscall back to sleep. A
+    /// scheduler tick lands inside it with probability `task_wakeup / tick`, which is how
+    /// a mostly sleeping thread gets `task_tick_numa` calls. Default 5 us.
+    #[serde(default = "default_task_wakeup")]
+    pub task_wakeup: SimDuration,
+}
+
+fn default_task_wakeup() -> SimDuration {
+    SimDuration::from_us(5)
 }
 
 fn default_scan_pte() -> SimDuration {
@@ -498,6 +508,7 @@ impl Default for KernelCosts {
             numa_scan_pte: default_scan_pte(),
             numa_pte_update: default_pte_update(),
             numa_hint_fault: default_hint_fault(),
+            task_wakeup: default_task_wakeup(),
         }
     }
 }

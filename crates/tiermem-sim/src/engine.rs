@@ -63,6 +63,9 @@ struct Thread {
     win_active: u64,
     /// CPU runtime (ps), which drives the NUMA scanner (`task_tick_numa`).
     runtime: u64,
+    /// A thread that waits after its setup ([`Generator::waiter`]): (wake period, next
+    /// wake) in ps.
+    wake: Option<(u64, u64)>,
     /// Fixed-rate threads: ps between access issues (0: back to back), and the earliest
     /// issue time of the next access.
     pace: u64,
@@ -294,6 +297,7 @@ impl Simulation {
                     }
                     groups[g].0.push(i);
                 }
+                let waiter = s.generator.waiter();
                 Thread {
                     spec_workload: s.workload,
                     proc: s.proc,
@@ -319,7 +323,8 @@ impl Simulation {
                     lat_raw: vec![0; nn * NR_KINDS],
                     win_lines: vec![0; nn * NR_KINDS],
                     win_active: 0,
-                    runtime: 0,
+                    runtime: waiter.map_or(0, |(_, setup)| setup.ps()),
+                    wake: waiter.map(|(every, _)| (every.ps(), every.ps())),
                     pace: s.pace.map_or(0, |p| p.ps()),
                     next_slot: s.start.ps(),
                     accesses: 0,
@@ -815,6 +820,10 @@ impl Simulation {
         // Scheduler tick of each running task: the NUMA scanner runs in task context.
         let now = SimTime(self.now + window_ps);
         for ti in 0..self.threads.len() {
+            if self.threads[ti].wake.is_some() {
+                self.wake_waiting_thread(ti, now);
+                continue;
+            }
             if self.threads[ti].state != ThreadState::Running {
                 continue;
             }
@@ -824,6 +833,39 @@ impl Simulation {
             let th = &mut self.threads[ti];
             th.clock += cost.ps();
             th.win_active += cost.ps();
+        }
+    }
+
+    /// The wakeups of a waiting thread up to `now`: each costs `task_wakeup` of CPU time,
+    /// and a scheduler tick lands in it with probability `task_wakeup / TICK` (drawn from
+    /// the thread's own random stream, so runs stay reproducible), calling
+    /// `task_tick_numa` with the thread's runtime as `task_tick_fair` would.
+    fn wake_waiting_thread(&mut self, ti: usize, now: SimTime) {
+        let wake_ps = self.kernel.cfg.costs.task_wakeup.ps();
+        // P(hit) as a 64-bit threshold: wake / tick (a wake longer than a tick always hits).
+        let tick_ps = crate::numa::TICK_NS * 1000;
+        let threshold = if wake_ps >= tick_ps {
+            u64::MAX
+        } else {
+            ((wake_ps as u128) << 64).div_euclid(tick_ps as u128) as u64
+        };
+        loop {
+            let th = &mut self.threads[ti];
+            let Some((every, next)) = th.wake else {
+                return;
+            };
+            if next > now.ps() || !self.kernel.procs[th.proc as usize].alive {
+                return;
+            }
+            th.wake = Some((every, next + every));
+            th.runtime += wake_ps;
+            if th.rng.next_u64() >= threshold {
+                continue;
+            }
+            let cost = self
+                .kernel
+                .task_tick_numa(ti, th.runtime / 1000, SimTime(next));
+            self.threads[ti].runtime += cost.ps();
         }
     }
 

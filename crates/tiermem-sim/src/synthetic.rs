@@ -27,10 +27,18 @@ const IDENTICAL_CONTENT: u32 = 0x7000_0000;
 const REGION_CONTENT_BASE: u32 = 0x7000_0001;
 const BATCH: usize = 256;
 
+/// How often the live runner's main thread wakes while it waits for the end of the run:
+/// it polls the control block every 20 ms (tiermem-agent `workload::process`).
+pub const MAIN_POLL: SimDuration = SimDuration::from_ms(20);
+
 /// One thread of a synthetic workload.
 pub enum SyntheticGen {
-    /// The main thread: nothing to do after population.
-    Main,
+    /// The main thread: it populated the regions (that CPU time is its runtime at time 0),
+    /// then only waits, waking every [`MAIN_POLL`]. NUMA balancing scans from it when a
+    /// scheduler tick lands in one of its wakeups: its runtime is far ahead of its
+    /// `node_stamp`, so it passes `task_tick_numa`'s test at each such tick until its scans'
+    /// overhead charge catches up (the recordings' ftrace shows it scanning).
+    Main { populate_cpu: SimDuration },
     /// An access thread.
     Access(Box<AccessGen>),
 }
@@ -49,7 +57,7 @@ pub struct AccessGen {
 impl SyntheticGen {
     pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
         match self {
-            SyntheticGen::Main => Step::Done,
+            SyntheticGen::Main { .. } => Step::Done,
             SyntheticGen::Access(g) => g.next(rng, out),
         }
     }
@@ -111,15 +119,15 @@ pub fn build(
         .chain(image.iter().map(|v| (v.name.to_string(), v.pages, None)))
         .collect();
     let proc = kernel.add_process(name, cpu, s.policy.clone(), vmas)?;
-    populate_image(&image, s.regions.len(), proc, cpu, kernel);
-    place_regions(s, wi, proc, cpu, kernel);
+    let populate_cpu = populate_image(&image, s.regions.len(), proc, cpu, kernel)
+        + place_regions(s, wi, proc, cpu, kernel);
     let mut threads = vec![spec(
         wi,
         proc,
         cpu,
         SimDuration::ZERO,
         None,
-        Generator::Synthetic(SyntheticGen::Main),
+        Generator::Synthetic(SyntheticGen::Main { populate_cpu }),
     )];
     let pace = s.thread_rate().map(|r| SimDuration::from_secs_f64(1.0 / r));
     let cpa = s.cpu_per_access.unwrap_or(if pace.is_some() {
@@ -258,23 +266,38 @@ fn image_touches(
 }
 
 /// Fault in the image VMAs' present pages (first VMA index `first`), on the CPU's node.
-fn populate_image(image: &[ImageVma], first: usize, proc: u16, cpu: NodeId, kernel: &mut Kernel) {
+/// Fault in the image's present pages; returns the faults' CPU time.
+fn populate_image(
+    image: &[ImageVma],
+    first: usize,
+    proc: u16,
+    cpu: NodeId,
+    kernel: &mut Kernel,
+) -> SimDuration {
+    let mut cpu_time = SimDuration::ZERO;
     for (k, v) in image.iter().enumerate() {
         let base = kernel.procs[proc as usize].vmas[first + k].pte_base;
         for idx in base..base + v.present.min(v.pages) {
-            if kernel
-                .handle_fault(proc, idx, true, cpu, SimTime::ZERO)
-                .is_err()
-            {
-                return;
+            match kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO) {
+                Ok(c) => cpu_time += c,
+                Err(_) => return cpu_time,
             }
         }
     }
+    cpu_time
 }
 
 /// Placement: populate each region under its `place` policy (already its VMA policy),
-/// then install the run-time VMA policies, contents and KSM advice.
-fn place_regions(s: &SyntheticConfig, wi: usize, proc: u16, cpu: NodeId, kernel: &mut Kernel) {
+/// then install the run-time VMA policies, contents and KSM advice. Returns the
+/// population's CPU time (its faults).
+fn place_regions(
+    s: &SyntheticConfig,
+    wi: usize,
+    proc: u16,
+    cpu: NodeId,
+    kernel: &mut Kernel,
+) -> SimDuration {
+    let mut cpu_time = SimDuration::ZERO;
     for (j, r) in s.regions.iter().enumerate() {
         let (base, pages) = {
             let v = &kernel.procs[proc as usize].vmas[j];
@@ -282,9 +305,12 @@ fn place_regions(s: &SyntheticConfig, wi: usize, proc: u16, cpu: NodeId, kernel:
         };
         if r.populate {
             for idx in base..base + pages {
-                if let Err(e) = kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO) {
-                    tracing::warn!(?e, region = %r.name, "populating the region failed");
-                    break;
+                match kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO) {
+                    Ok(c) => cpu_time += c,
+                    Err(e) => {
+                        tracing::warn!(?e, region = %r.name, "populating the region failed");
+                        break;
+                    }
                 }
             }
         }
@@ -311,6 +337,7 @@ fn place_regions(s: &SyntheticConfig, wi: usize, proc: u16, cpu: NodeId, kernel:
             }
         }
     }
+    cpu_time
 }
 
 /// The per-workload result of a synthetic workload.

@@ -96,6 +96,17 @@ impl Generator {
         }
     }
 
+    /// A thread that only waits after its setup, waking periodically: (its wake period,
+    /// the CPU time its setup used before time 0).
+    pub fn waiter(&self) -> Option<(SimDuration, SimDuration)> {
+        match self {
+            Generator::Synthetic(crate::synthetic::SyntheticGen::Main { populate_cpu }) => {
+                Some((crate::synthetic::MAIN_POLL, *populate_cpu))
+            }
+            _ => None,
+        }
+    }
+
     /// CPU time per access of the batch just produced, for generators whose time comes
     /// from their input (trace replay); `None` keeps the thread's fixed cost.
     pub fn batch_cpu_ps(&self) -> Option<u64> {

@@ -66,6 +66,33 @@ pub struct Meta {
     pub nodes: Vec<NodeMeta>,
     pub knobs: Vec<KnobMeta>,
     pub threads: Vec<access::ThreadStats>,
+    /// The workload process's main thread (it populated the regions, then waits in 20 ms
+    /// sleeps): its CPU time and time slices from `schedstat` at time 0 and at the end.
+    /// NUMA balancing scans from this thread too (its runtime is far ahead of its
+    /// `node_stamp`), and the simulator models it from these figures (docs/fidelity.md).
+    pub main_thread: Option<MainThreadStats>,
+}
+
+/// `/proc/PID/task/PID/schedstat` of the workload's main thread at time 0 and at the end.
+#[derive(Debug, Serialize)]
+pub struct MainThreadStats {
+    pub cpu_seconds_at_t0: f64,
+    pub cpu_seconds_at_end: f64,
+    pub timeslices_at_t0: u64,
+    pub timeslices_at_end: u64,
+}
+
+/// (sum_exec_runtime ns, pcount) of one thread, from its `schedstat` line (absent without
+/// CONFIG_SCHEDSTATS or once the thread is gone).
+fn read_schedstat(fs: &HostFs, pid: u32) -> Option<(u64, u64)> {
+    let text = fs
+        .read_opt(&format!("/proc/{pid}/task/{pid}/schedstat"))
+        .ok()??;
+    let f: Vec<u64> = text
+        .split_whitespace()
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    (f.len() >= 3).then(|| (f[0], f[2]))
 }
 
 #[derive(Debug, Serialize)]
@@ -306,6 +333,7 @@ fn apply_and_record(
         free0,
         populate_seconds,
         t0_monotonic_s,
+        main_thread,
     } = outcome?;
     exited?;
     unmerged?;
@@ -351,6 +379,7 @@ fn apply_and_record(
         nodes,
         knobs: Vec::new(),
         threads,
+        main_thread,
     })
 }
 
@@ -363,6 +392,7 @@ struct Recorded {
     populate_seconds: f64,
     /// CLOCK_MONOTONIC at time 0, in seconds (ftrace's clock: aligns a `--trace` recording).
     t0_monotonic_s: f64,
+    main_thread: Option<MainThreadStats>,
 }
 
 /// Wait for population, start time 0 (knobs, baseline, release), sample to the end.
@@ -401,18 +431,19 @@ fn drive(
         let removed = damon::remove(fs, &plan.kdamonds);
         r.and_then(|r| removed.map(|()| r))
     });
-    let (rows, free0, t0) = sampled?;
+    let (rows, free0, t0, main_thread) = sampled?;
     Ok(Recorded {
         rows,
         free0,
         populate_seconds,
         t0_monotonic_s: t0 as f64 * 1e-9,
+        main_thread,
     })
 }
 
 /// Rows of one run: (CSV rows with the header, free pages per node at time 0, time 0 in
-/// CLOCK_MONOTONIC ns).
-type Sampled = (Vec<String>, Vec<Option<u64>>, u64);
+/// CLOCK_MONOTONIC ns, the main thread's CPU time).
+type Sampled = (Vec<String>, Vec<Option<u64>>, u64, Option<MainThreadStats>);
 
 /// Read the baseline, start time 0 (release the threads) and sample to the end.
 fn sample_from_t0(
@@ -451,12 +482,21 @@ fn sample_from_t0(
     }
     let free0 = base.node_free_pages.clone();
     sampler.set_baseline(base.clone());
+    let main_at_t0 = read_schedstat(fs, child.pid);
     let t0 = control::monotonic_ns();
     c.t0_ns.store(t0, Ordering::SeqCst);
     c.set_phase(control::RUNNING);
     let mut rows = vec![sampler.header().join(",")];
     rows.extend(record(cfg, &sampler, c, s.threads as usize, base, opts)?);
-    Ok((rows, free0, t0))
+    let main_thread = main_at_t0
+        .zip(read_schedstat(fs, child.pid))
+        .map(|((r0, n0), (r1, n1))| MainThreadStats {
+            cpu_seconds_at_t0: r0 as f64 * 1e-9,
+            cpu_seconds_at_end: r1 as f64 * 1e-9,
+            timeslices_at_t0: n0,
+            timeslices_at_end: n1,
+        });
+    Ok((rows, free0, t0, main_thread))
 }
 
 /// Start the kdamonds of `[[kernel.damon.contexts]]` (the workload process is the `vaddr`

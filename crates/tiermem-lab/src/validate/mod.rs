@@ -291,14 +291,21 @@ impl Scenario {
         let tol = self.tolerances();
         let mut results = Vec::new();
         let mut columns = Vec::new();
+        let kernels: Vec<&Timeline> = std::iter::once(&self.kernel)
+            .chain(self.repeats.iter().map(|(_, k)| k))
+            .collect();
         for c in &self.spec.checks {
-            let primary = checks::evaluate(c, &self.kernel, &sim, &tol);
-            let repeats: Vec<Vec<CheckResult>> = self
-                .repeats
-                .iter()
-                .map(|(_, k)| checks::evaluate(c, k, &sim, &tol))
-                .collect();
-            results.extend(merge_repeats(primary, &repeats));
+            if let CheckSpec::ScanPasses { workload } = c {
+                results.extend(checks::scan_pass_rows(workload, &kernels, &sim, &tol));
+            } else {
+                let primary = checks::evaluate(c, &self.kernel, &sim, &tol);
+                let repeats: Vec<Vec<CheckResult>> = self
+                    .repeats
+                    .iter()
+                    .map(|(_, k)| checks::evaluate(c, k, &sim, &tol))
+                    .collect();
+                results.extend(merge_repeats(primary, &repeats));
+            }
             for col in c.columns() {
                 if !columns.contains(&col) {
                     columns.push(col);
@@ -453,31 +460,21 @@ fn load_repeats(kernel_dir: &Path) -> Result<Vec<(String, Timeline)>, Error> {
 /// passes when the simulator is within tolerance of at least one recording, i.e. as close
 /// to the kernel as some run of the kernel; the row lists every recording's value
 /// (primary first) and shows the difference to the first recording it matches. When the
-/// repeats give a different number of rows (another number of scan passes), the primary's
-/// rows stand alone.
+/// repeats give a different row (another worst burst), the primary's row stands alone.
+/// Scan passes are matched pass by pass instead ([`checks::scan_pass_rows`]).
 pub fn merge_repeats(primary: Vec<CheckResult>, repeats: &[Vec<CheckResult>]) -> Vec<CheckResult> {
     primary
         .into_iter()
         .enumerate()
         .map(|(j, row)| {
-            let others: Vec<&CheckResult> = repeats
+            let others: Vec<CheckResult> = repeats
                 .iter()
-                .filter_map(|rs| rs.get(j).filter(|r| r.check == row.check))
+                .filter_map(|rs| rs.get(j).filter(|r| r.check == row.check).cloned())
                 .collect();
             if others.is_empty() {
                 return row;
             }
-            let values: Vec<&str> = std::iter::once(row.kernel.as_str())
-                .chain(others.iter().map(|r| r.kernel.as_str()))
-                .collect();
-            let best = std::iter::once(&row)
-                .chain(others.iter().copied())
-                .find(|r| r.pass)
-                .unwrap_or(&row);
-            CheckResult {
-                kernel: values.join(" / "),
-                ..best.clone()
-            }
+            checks::any_of(row, others)
         })
         .collect()
 }
