@@ -442,6 +442,7 @@ impl Simulation {
             if self.now >= next_sample || self.now >= end {
                 self.sample_row();
                 next_sample += sample;
+                self.kernel.background_frees();
             }
             if self.now - last_progress >= end / 400 {
                 last_progress = self.now;

@@ -266,6 +266,22 @@ impl Kernel {
         }
     }
 
+    /// The page frees a live machine makes on every CPU all the time (kernel buffers, other
+    /// processes; in a recording, the recording process freeing what its reads of `/proc`
+    /// allocated at each sample), taken at each timeline sample. They matter while reclaim
+    /// is active on a node: `balance_pgdat` set `ZONE_RECLAIM_ACTIVE`, so `nr_pcp_high`
+    /// lowers the pageset's `high` and the free that follows (`free_unref_page_commit`)
+    /// flushes the list to the buddy allocator, even when kswapd itself frees nothing yet.
+    /// Recorded (`low-free-fast`): node 0's pagesets come back 0.2–0.4 s after kswapd wakes,
+    /// with no page demoted, and kswapd goes back to sleep after 90 000 pages scanned.
+    pub fn background_frees(&mut self) {
+        for n in 0..self.nodes.len() {
+            if self.kswapd[n].awake {
+                self.nodes[n].drain_pagesets();
+            }
+        }
+    }
+
     /// `vmstat_update`, once a second: fold the counters' differentials and decay the
     /// pagesets' high marks.
     pub fn vmstat_update(&mut self) {
