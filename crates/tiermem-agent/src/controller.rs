@@ -589,31 +589,9 @@ impl HostPageOps {
 /// promo watermark (`WMARK_PROMO`), so that is the headroom the kernel keeps.
 pub fn parse_zoneinfo_high(text: &str) -> BTreeMap<u32, u64> {
     let mut out = BTreeMap::new();
-    let mut node = None;
-    let mut zone_high = 0u64;
-    let mut zone_promo = 0u64;
-    let flush = |out: &mut BTreeMap<u32, u64>, node: Option<u32>, h: u64, p: u64| {
-        if let Some(n) = node {
-            *out.entry(n).or_insert(0) += h.max(p) * PAGE_SIZE;
-        }
-    };
-    for l in text.lines() {
-        let t = l.trim();
-        if let Some(rest) = t.strip_prefix("Node ") {
-            flush(&mut out, node, zone_high, zone_promo);
-            zone_high = 0;
-            zone_promo = 0;
-            node = rest.split(',').next().and_then(|n| n.trim().parse().ok());
-        } else {
-            let mut it = t.split_whitespace();
-            match (it.next(), it.next()) {
-                (Some("high"), Some(v)) => zone_high = v.parse().unwrap_or(0),
-                (Some("promo"), Some(v)) => zone_promo = v.parse().unwrap_or(0),
-                _ => {}
-            }
-        }
+    for z in tiermem_core::zoneinfo::parse(text) {
+        *out.entry(z.node).or_insert(0) += z.high.max(z.promo.unwrap_or(0)) * PAGE_SIZE;
     }
-    flush(&mut out, node, zone_high, zone_promo);
     out
 }
 

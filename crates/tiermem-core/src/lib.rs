@@ -40,6 +40,7 @@ pub mod topology;
 pub mod units;
 pub mod vmstat;
 pub mod watermarks;
+pub mod zoneinfo;
 
 use std::fmt;
 

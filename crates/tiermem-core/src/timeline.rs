@@ -105,9 +105,29 @@ pub fn base_columns(nr_nodes: usize) -> Vec<String> {
     c
 }
 
+/// A zone's free pages in the buddy allocator (`/proc/zoneinfo`'s `pages free`):
+/// `node<N>_<zone>_free_pages`, e.g. `node0_DMA32_free_pages`.
+pub fn zone_free_column(node: usize, zone: usize) -> String {
+    let name = crate::watermarks::ZONE_NAMES
+        .get(zone)
+        .copied()
+        .unwrap_or("zone");
+    format!("node{node}_{name}_free_pages")
+}
+
+/// Free pages held in a node's per-CPU pagesets (`/proc/zoneinfo`'s `count:` lines, every
+/// zone and CPU): `node<N>_pcp_pages`. They are free but not in `MemFree`.
+pub fn pagesets_column(node: usize) -> String {
+    format!("node{node}_pcp_pages")
+}
+
 /// One column after the base columns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExtraColumn {
+    /// Free pages of zone `zone` (an index, [`crate::watermarks::ZONE_NAMES`]) of a node.
+    ZoneFree { node: usize, zone: usize },
+    /// Free pages in a node's per-CPU pagesets.
+    Pagesets { node: usize },
     /// A `/sys/kernel/mm/ksm/` counter (present when the config has `[kernel.ksm]`).
     Ksm(&'static str),
     /// Pages of region `region` of workload `workload` on node `node`.
@@ -130,11 +150,28 @@ pub enum ExtraColumn {
     },
 }
 
-/// The extra columns of a config, in timeline order with their names: KSM counters,
-/// DAMON_RECLAIM's statistics, the statistics of each context's schemes, then for each
+/// The extra columns of a config, in timeline order with their names: each node's zones'
+/// free pages and its pagesets (zones as the nodes' physical layout gives them,
+/// [`crate::watermarks::node_zones`]), KSM counters, DAMON_RECLAIM's statistics, the statistics of each context's schemes, then for each
 /// synthetic workload its regions × nodes, its scan sequence and its accesses.
 pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String)> {
     let mut out = Vec::new();
+    let managed: Vec<u64> = cfg
+        .machine
+        .nodes
+        .iter()
+        .map(|n| n.capacity.pages_floor().0)
+        .collect();
+    let zones = crate::watermarks::node_zones(&managed, cfg.kernel.numa.model_scale as u64);
+    for (node, spans) in zones.iter().enumerate() {
+        for z in spans {
+            out.push((
+                ExtraColumn::ZoneFree { node, zone: z.idx },
+                zone_free_column(node, z.idx),
+            ));
+        }
+        out.push((ExtraColumn::Pagesets { node }, pagesets_column(node)));
+    }
     if cfg.kernel.ksm.is_some() {
         for &f in KSM_TIMELINE_FILES {
             out.push((ExtraColumn::Ksm(f), ksm_column(f)));

@@ -64,6 +64,8 @@ pub const ZONE_DMA32: usize = 1;
 pub const ZONE_NORMAL: usize = 2;
 pub const ZONE_MOVABLE: usize = 3;
 pub const MAX_NR_ZONES: usize = 4;
+/// The zones' names as `/proc/zoneinfo` prints them, by index.
+pub const ZONE_NAMES: [&str; MAX_NR_ZONES] = ["DMA", "DMA32", "Normal", "Movable"];
 
 /// `sysctl_lowmem_reserve_ratio` defaults (DMA 256, DMA32 256, NORMAL 32, MOVABLE 0).
 pub const LOWMEM_RESERVE_RATIO: [u64; MAX_NR_ZONES] = [256, 256, 32, 0];

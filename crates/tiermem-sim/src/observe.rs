@@ -71,6 +71,10 @@ impl ExtraColumns {
                     .and_then(|p| kernel.numa.mm.get(p as usize))
                     .map_or(0, |m| m.scan_seq as u64),
                 ExtraColumn::Accesses { workload } => accesses.get(workload).copied().unwrap_or(0),
+                ExtraColumn::ZoneFree { node, zone } => kernel.nodes.get(node).map_or(0, |n| {
+                    n.zones.iter().find(|z| z.idx == zone).map_or(0, |z| z.free)
+                }),
+                ExtraColumn::Pagesets { node } => kernel.nodes.get(node).map_or(0, |n| n.pagesets),
                 ExtraColumn::DamonReclaim(stat) => reclaim
                     .and_then(|k| k.ctx.schemes.first())
                     .map_or(0, |s| crate::damon::reclaim_module_stat(&s.stat, stat)),

@@ -35,6 +35,8 @@ pub struct Reading {
     pub damon_reclaim: BTreeMap<String, u64>,
     /// DAMOS statistics by (context, scheme).
     pub damos: BTreeMap<(usize, usize), SchemeStats>,
+    /// `/proc/zoneinfo`'s zones (free pages and pagesets per zone).
+    pub zones: Vec<tiermem_core::zoneinfo::ZoneInfo>,
 }
 
 /// Reads the host for one workload's process.
@@ -133,7 +135,13 @@ impl Sampler {
                 }
             }
         }
+        let zones = self
+            .fs
+            .read_opt("/proc/zoneinfo")?
+            .map(|t| tiermem_core::zoneinfo::parse(&t))
+            .unwrap_or_default();
         Ok(Reading {
+            zones,
             vmstat,
             node_free_pages,
             regions,
@@ -224,6 +232,25 @@ impl Sampler {
                 }
                 ExtraColumn::Accesses { workload } if workload == self.workload => {
                     accesses.to_string()
+                }
+                ExtraColumn::ZoneFree { node, zone } => {
+                    let name = tiermem_core::watermarks::ZONE_NAMES.get(zone);
+                    r.zones
+                        .iter()
+                        .find(|z| z.node as usize == node && Some(&z.zone.as_str()) == name)
+                        .map_or(String::new(), |z| z.free.to_string())
+                }
+                ExtraColumn::Pagesets { node } => {
+                    let mut zones = r
+                        .zones
+                        .iter()
+                        .filter(|z| z.node as usize == node)
+                        .peekable();
+                    if zones.peek().is_none() {
+                        String::new()
+                    } else {
+                        zones.map(|z| z.pcp_count).sum::<u64>().to_string()
+                    }
                 }
                 _ => String::new(),
             });

@@ -483,30 +483,10 @@ pub fn merge_repeats(primary: Vec<CheckResult>, repeats: &[Vec<CheckResult>]) ->
 /// `count:` and `high:` lines under each `Node N, zone Z` section of `/proc/zoneinfo`.
 fn pageset_pages(zoneinfo: &str) -> std::collections::BTreeMap<u32, (u64, u64)> {
     let mut out = std::collections::BTreeMap::new();
-    let mut node = None;
-    for line in zoneinfo.lines() {
-        if let Some(rest) = line.strip_prefix("Node ") {
-            node = rest
-                .split(',')
-                .next()
-                .and_then(|n| n.trim().parse::<u32>().ok());
-            continue;
-        }
-        let Some(n) = node else { continue };
-        let t = line.trim();
-        let (field, value) = match (t.strip_prefix("count:"), t.strip_prefix("high:")) {
-            (Some(v), _) => (0, v),
-            (_, Some(v)) => (1, v),
-            _ => continue,
-        };
-        if let Ok(v) = value.trim().parse::<u64>() {
-            let e: &mut (u64, u64) = out.entry(n).or_insert((0, 0));
-            if field == 0 {
-                e.0 += v;
-            } else {
-                e.1 += v;
-            }
-        }
+    for z in tiermem_core::zoneinfo::parse(zoneinfo) {
+        let e: &mut (u64, u64) = out.entry(z.node).or_insert((0, 0));
+        e.0 += z.pcp_count;
+        e.1 += z.pcp_high;
     }
     out
 }
