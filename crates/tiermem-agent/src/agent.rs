@@ -7,7 +7,7 @@
 //! restores too.
 
 use crate::config::AgentConfig;
-use crate::controller::{Controller, ControllerParams, HostPageOps};
+use crate::controller::{Controller, ControllerParams, HostMemoryOps};
 use crate::damon::{stat_all, DamonSysfs, KdamondSpec};
 use crate::fs::HostFs;
 use crate::metrics::{self, MetricsInput, Snapshot};
@@ -210,7 +210,7 @@ fn apply_and_loop(
     }
     let t0 = Instant::now();
     let mut controller = controller_params(cfg, plan).map(|p| Controller::new(p, 0));
-    let mut ops = HostPageOps::new(fs.clone());
+    let mut ops = HostMemoryOps::new(fs.clone());
     let interval = Duration::from_nanos((cfg.interval.0 / 1000).max(10_000_000));
     let mut cg_next: Vec<u64> = vec![0; cfg.reclaim.as_ref().map_or(0, |r| r.cgroups.len())];
     let mut cg_bytes = 0u64;
@@ -245,7 +245,8 @@ fn apply_and_loop(
                     Err(e) => tracing::debug!(pid, error = %e, "no regions (target gone?)"),
                 }
             }
-            c.tick(now_ms, &targets, &mut ops)?;
+            c.tick(now_ms, &targets, &mut ops)
+                .map_err(|e| Error::Other(format!("tiering controller: {e}")))?;
         }
         if let Some(r) = &cfg.reclaim {
             for (i, cg) in r.cgroups.iter().enumerate() {

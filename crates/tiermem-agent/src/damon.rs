@@ -356,23 +356,8 @@ pub struct KdamondSpec {
     pub schemes: Vec<SchemeConfig>,
 }
 
-/// A region as a scheme tried it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Region {
-    pub start: u64,
-    pub end: u64,
-    pub nr_accesses: u64,
-    pub age: u64,
-}
-
-impl Region {
-    pub fn len(&self) -> u64 {
-        self.end - self.start
-    }
-    pub fn is_empty(&self) -> bool {
-        self.end <= self.start
-    }
-}
+/// A monitored region as DAMON reports it, the simulator's type.
+pub use tiermem_core::damon::Region;
 
 /// Scheme statistics (`schemes/<S>/stats/`), the simulator's type.
 pub use tiermem_core::damon::SchemeStats;

@@ -26,6 +26,27 @@ use crate::units::{NodeId, PAGE_SIZE};
 use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 
+/// A monitored region as DAMON reports it at the end of an aggregation window (a scheme's
+/// `tried_regions/<N>/` in sysfs, or the simulated context's region list): its address
+/// range, how many of the window's samples saw it accessed, and for how many windows its
+/// access level has stayed similar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub start: u64,
+    pub end: u64,
+    pub nr_accesses: u64,
+    pub age: u64,
+}
+
+impl Region {
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+}
+
 /// `[kernel.damon]`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
