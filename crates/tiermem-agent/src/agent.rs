@@ -17,7 +17,7 @@ use crate::Error;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tiermem_core::damon::{MonitoringAttrs, OpsKind};
+use tiermem_core::damon::OpsKind;
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -89,23 +89,13 @@ pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, us
 
 fn controller_params(cfg: &AgentConfig, p: &Plan) -> Option<ControllerParams> {
     let t = cfg.tiering.as_ref()?;
-    let a: &MonitoringAttrs = &t.attrs;
-    Some(ControllerParams {
-        fast_nodes: p.fast_nodes.clone(),
-        slow_nodes: p.slow_nodes.clone(),
-        demotion_target: p.demotion_target.clone(),
-        rate_limit_bytes_per_s: t.promote_rate_limit_mbps << 20,
-        tick_ms: cfg.interval.as_ms().max(10),
-        initial_threshold_permil: t.hot_threshold_permil,
-        auto_threshold: t.auto_threshold,
-        adjust_period_ms: t.threshold_adjust_period.as_ms(),
-        max_nr_accesses: (a.aggr_us / a.sample_us.max(1)).max(1),
-        aggr_us: a.aggr_us,
-        demote: t.demote,
-        cold_min_age_us: t.cold_min_age.as_us(),
-        demote_quota_bytes: t.demote_quota.0,
-        demote_quota_interval_ms: t.demote_quota_interval.as_ms().max(1),
-    })
+    Some(ControllerParams::from_config(
+        t,
+        cfg.interval.as_ms(),
+        p.fast_nodes.clone(),
+        p.slow_nodes.clone(),
+        p.demotion_target.clone(),
+    ))
 }
 
 /// Validate and apply `cfg`, run until a signal (or `max_ticks`), restore. With `dry_run`,

@@ -5,6 +5,7 @@
 //! the kernel's units where the kernel file has one (`_ms`, `_us`, `_mbps`, permil), and
 //! tiermem's size/duration strings (`"64MiB"`, `"5s"`) elsewhere.
 
+pub use tiermem_core::controllers::{glob_match, TargetSelector, TieringConfig};
 use crate::damon::ConfiguredKdamond;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -153,25 +154,6 @@ pub struct KsmConfig {
     pub smart_scan: Option<u8>,
 }
 
-/// Which processes a controller works on.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct TargetSelector {
-    #[serde(default)]
-    pub pids: Vec<i32>,
-    /// Command names (`/proc/<pid>/comm`); `*` matches any run of characters.
-    #[serde(default)]
-    pub names: Vec<String>,
-    /// cgroup v2 directories (their `cgroup.procs`).
-    #[serde(default)]
-    pub cgroups: Vec<PathBuf>,
-}
-
-impl TargetSelector {
-    pub fn is_empty(&self) -> bool {
-        self.pids.is_empty() && self.names.is_empty() && self.cgroups.is_empty()
-    }
-}
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,66 +172,6 @@ pub struct DamonConfig {
     pub schemes: Vec<SchemeConfig>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TieringConfig {
-    pub targets: TargetSelector,
-    /// Promotion targets. Default: the memory nodes of the kernel's top tier.
-    #[serde(default)]
-    pub fast_nodes: Vec<u32>,
-    /// Promotion sources. Default: every other memory node.
-    #[serde(default)]
-    pub slow_nodes: Vec<u32>,
-    /// Promotion rate limit, MB/s (as `numa_balancing_promote_rate_limit_MBps`). Default 256.
-    #[serde(default = "d_rate")]
-    pub promote_rate_limit_mbps: u64,
-    /// Initial hotness threshold: a region is hot when its `nr_accesses` is at least this
-    /// share of the maximum (`aggr_us / sample_us`), in permil. Default 500.
-    #[serde(default = "d_hot")]
-    pub hot_threshold_permil: u64,
-    /// Adjust the threshold so candidates match the rate limit
-    /// (`numa_promotion_adjust_threshold`). Default true.
-    #[serde(default = "d_true")]
-    pub auto_threshold: bool,
-    /// Threshold adjustment period. Default 10s (the kernel uses `scan_period_max_ms`, 60s).
-    #[serde(default = "d_adjust")]
-    pub threshold_adjust_period: SimDuration,
-    /// Demote cold regions from fast to slow nodes. Default true.
-    #[serde(default = "d_true")]
-    pub demote: bool,
-    /// A region is cold after this long without access. Default 10s.
-    #[serde(default = "d_cold")]
-    pub cold_min_age: SimDuration,
-    /// At most this much demoted per `demote_quota_interval`. Default 64MiB per 1s.
-    #[serde(default = "d_quota")]
-    pub demote_quota: Bytes,
-    #[serde(default = "d_interval")]
-    pub demote_quota_interval: SimDuration,
-    #[serde(default)]
-    pub attrs: MonitoringAttrs,
-}
-
-fn d_rate() -> u64 {
-    256
-}
-fn d_hot() -> u64 {
-    500
-}
-fn d_true() -> bool {
-    true
-}
-fn d_adjust() -> SimDuration {
-    SimDuration::from_secs(10)
-}
-fn d_cold() -> SimDuration {
-    SimDuration::from_secs(10)
-}
-fn d_quota() -> Bytes {
-    Bytes::mib(64)
-}
-fn d_interval() -> SimDuration {
-    SimDuration::from_secs(1)
-}
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -805,29 +727,6 @@ pub(crate) fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigEr
     a.validate().map_err(|m| ConfigError::invalid(key, m))
 }
 
-/// Parse a `*` glob against a command name.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let mut rest = name;
-    for (i, p) in parts.iter().enumerate() {
-        if i == 0 {
-            match rest.strip_prefix(p) {
-                Some(r) => rest = r,
-                None => return false,
-            }
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(p);
-        } else if let Some(pos) = rest.find(p) {
-            rest = &rest[pos + p.len()..];
-        } else {
-            return false;
-        }
-    }
-    true
-}
 
 fn bad(k: impl Into<String>, m: impl Into<String>) -> ConfigError {
     ConfigError::invalid(k, m)

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod config;
+pub mod controllers;
 pub mod damon;
 pub mod damon_workloads;
 pub mod interleave;

@@ -40,6 +40,7 @@
 
 use crate::promotion::{self, ThresholdMove};
 use std::collections::BTreeMap;
+pub use tiermem_core::controllers::TieringConfig;
 pub use tiermem_core::damon::Region;
 
 pub const PAGE_SIZE: u64 = 4096;
@@ -93,6 +94,37 @@ pub struct ControllerParams {
     pub cold_min_age_us: u64,
     pub demote_quota_bytes: u64,
     pub demote_quota_interval_ms: u64,
+}
+
+impl ControllerParams {
+    /// The parameters of a `[tiering]` section (the same in the agent's file and a
+    /// simulator config), for a controller acting every `tick_ms` on a machine with these
+    /// node roles (resolved from the section or the memory tiers by the caller).
+    pub fn from_config(
+        t: &TieringConfig,
+        tick_ms: u64,
+        fast_nodes: Vec<u32>,
+        slow_nodes: Vec<u32>,
+        demotion_target: BTreeMap<u32, u32>,
+    ) -> Self {
+        let a = &t.attrs;
+        ControllerParams {
+            fast_nodes,
+            slow_nodes,
+            demotion_target,
+            rate_limit_bytes_per_s: t.promote_rate_limit_mbps << 20,
+            tick_ms: tick_ms.max(10),
+            initial_threshold_permil: t.hot_threshold_permil,
+            auto_threshold: t.auto_threshold,
+            adjust_period_ms: t.threshold_adjust_period.as_ms(),
+            max_nr_accesses: (a.aggr_us / a.sample_us.max(1)).max(1),
+            aggr_us: a.aggr_us,
+            demote: t.demote,
+            cold_min_age_us: t.cold_min_age.as_us(),
+            demote_quota_bytes: t.demote_quota.0,
+            demote_quota_interval_ms: t.demote_quota_interval.as_ms().max(1),
+        }
+    }
 }
 
 /// Counters (monotonic) and current values, exported as metrics.
