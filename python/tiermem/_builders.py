@@ -459,6 +459,10 @@ class Config(_Table):
     sim: Optional[Sim] = None
     seed: Optional[int] = None
     duration: Optional[Duration] = None
+    #: How often the user-space controllers act (the agent's ``interval``).
+    interval: Optional[Duration] = None
+    #: ``[tiering]``: the agent's user-space tiering controller, as in the agent's file.
+    tiering: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _NESTED: ClassVar[Dict[str, Type[_Table]]] = {"machine": Machine, "kernel": Kernel, "sim": Sim}

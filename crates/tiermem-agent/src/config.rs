@@ -5,11 +5,11 @@
 //! the kernel's units where the kernel file has one (`_ms`, `_us`, `_mbps`, permil), and
 //! tiermem's size/duration strings (`"64MiB"`, `"5s"`) elsewhere.
 
-pub use tiermem_core::controllers::{glob_match, TargetSelector, TieringConfig};
 use crate::damon::ConfiguredKdamond;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+pub use tiermem_core::controllers::{glob_match, TargetSelector, TieringConfig};
 use tiermem_core::damon::{
     AccessPattern, DamosAction, MonitoringAttrs, OpsKind, QuotaConfig, QuotaWeights, SchemeConfig,
     Watermarks, WmarkMetric,
@@ -154,7 +154,6 @@ pub struct KsmConfig {
     pub smart_scan: Option<u8>,
 }
 
-
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DamonConfig {
@@ -171,7 +170,6 @@ pub struct DamonConfig {
     #[serde(default)]
     pub schemes: Vec<SchemeConfig>,
 }
-
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -546,30 +544,7 @@ impl AgentConfig {
     fn check_tiering(&self) -> Result<(), ConfigError> {
         if let Some(t) = &self.tiering {
             check_attrs(&t.attrs, "tiering.attrs")?;
-            if t.attrs.intervals_goal.aggrs > 0 {
-                return Err(bad(
-                    "tiering.attrs.intervals_goal",
-                    "the controller's hotness threshold assumes fixed sampling and aggregation intervals: no interval auto-tuning",
-                ));
-            }
-            if t.targets.is_empty() {
-                return Err(bad(
-                    "tiering.targets",
-                    "name at least one pid, name or cgroup",
-                ));
-            }
-            if t.promote_rate_limit_mbps == 0 {
-                return Err(bad("tiering.promote_rate_limit_mbps", "must be positive"));
-            }
-            if !(1..=1000).contains(&t.hot_threshold_permil) {
-                return Err(bad("tiering.hot_threshold_permil", "must be 1..=1000"));
-            }
-            if let Some(n) = t.fast_nodes.iter().find(|n| t.slow_nodes.contains(n)) {
-                return Err(bad(
-                    "tiering.slow_nodes",
-                    format!("node {n} is listed as both fast and slow"),
-                ));
-            }
+            t.check()?;
             if let Some(nb) = &self.numa_balancing {
                 if matches!(nb.mode, Some(m) if m != NumaBalancingMode::Disabled) {
                     return Err(bad(
@@ -727,7 +702,6 @@ pub(crate) fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigEr
     a.validate().map_err(|m| ConfigError::invalid(key, m))
 }
 
-
 fn bad(k: impl Into<String>, m: impl Into<String>) -> ConfigError {
     ConfigError::invalid(k, m)
 }
@@ -830,6 +804,23 @@ mod tests {
         .unwrap();
         let c = parse(&text).unwrap();
         assert!(c.tiering.is_some() && c.ksm.is_some() && c.damon.is_some());
+    }
+
+    /// Simulate, then deploy: the `[tiering]` section of the simulator's example
+    /// (`configs/examples/user-tiering.toml`), as written there, is an agent section, and
+    /// gives the same controller parameters on both substrates.
+    #[test]
+    fn the_simulated_tiering_section_is_an_agent_section() {
+        let sim = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../configs/examples/user-tiering.toml"
+        ))
+        .unwrap();
+        let start = sim.find("\n[tiering]\n").unwrap();
+        let section = &sim[start..];
+        let agent = parse(section).unwrap();
+        let simulated = tiermem_core::config::SimConfig::from_toml_str(&sim, "sim.toml").unwrap();
+        assert_eq!(agent.tiering, simulated.tiering);
     }
 
     #[test]

@@ -46,6 +46,11 @@ pub struct SimConfig {
     pub kernel: KernelConfig,
     pub sim: EngineConfig,
     pub workloads: Vec<WorkloadConfig>,
+    /// How often the user-space controllers act: the live agent's `interval`. Default 1 s.
+    pub interval: SimDuration,
+    /// `[tiering]`: the user-space tiering controller, written as in the agent's file
+    /// ([`crate::controllers`]); its targets are workloads, by name.
+    pub tiering: Option<crate::controllers::TieringConfig>,
 }
 
 /// Top-level keys other than machine and workloads.
@@ -60,6 +65,10 @@ struct TopLevel {
     kernel: KernelConfig,
     #[serde(default)]
     sim: EngineConfig,
+    #[serde(default = "default_controller_interval")]
+    interval: SimDuration,
+    #[serde(default)]
+    tiering: Option<crate::controllers::TieringConfig>,
     // Parsed separately (preset expansion, tagged workloads); listed so they are not unknown.
     #[allow(dead_code)]
     machine: toml::Value,
@@ -74,6 +83,9 @@ struct TopLevel {
 
 fn default_seed() -> u64 {
     1
+}
+fn default_controller_interval() -> SimDuration {
+    SimDuration::from_secs(1)
 }
 fn default_duration() -> SimDuration {
     SimDuration::from_secs(10)
@@ -896,6 +908,91 @@ fn default_time_scale() -> f64 {
 // ---------------------------------------------------------------------------------------
 
 impl SimConfig {
+    /// The name a controller's `targets.names` selects a workload by: a synthetic
+    /// workload's `name` (default `synthetic<i>`), else the workload's type and index
+    /// (`pmbench0`).
+    pub fn workload_target_name(&self, i: usize) -> String {
+        match &self.workloads[i] {
+            WorkloadConfig::Synthetic(s) => {
+                s.name.clone().unwrap_or_else(|| format!("synthetic{i}"))
+            }
+            w => format!("{}{i}", w.kind()),
+        }
+    }
+
+    /// The workloads `[tiering]` works on (indices), from its `targets.names`.
+    pub fn tiering_targets(&self) -> Vec<usize> {
+        let Some(t) = &self.tiering else {
+            return Vec::new();
+        };
+        (0..self.workloads.len())
+            .filter(|&i| {
+                let name = self.workload_target_name(i);
+                t.targets
+                    .names
+                    .iter()
+                    .any(|p| crate::controllers::glob_match(p, &name))
+            })
+            .collect()
+    }
+
+    /// `[tiering]` in a simulation: the section's own rules, then what a simulation can
+    /// select (workloads by name; no host pids or cgroups), its nodes, and no NUMA
+    /// balancing beside it (the agent refuses the same).
+    fn check_tiering(&self, nr_nodes: usize) -> Result<(), ConfigError> {
+        let Some(t) = &self.tiering else {
+            return Ok(());
+        };
+        if self.interval.as_ms() < 10 {
+            return Err(ConfigError::invalid("interval", "must be at least 10ms"));
+        }
+        t.check()?;
+        for (key, empty) in [
+            ("tiering.targets.pids", t.targets.pids.is_empty()),
+            ("tiering.targets.cgroups", t.targets.cgroups.is_empty()),
+        ] {
+            if !empty {
+                return Err(ConfigError::invalid(
+                    key,
+                    "a simulation has no host processes: select workloads by `names` (a synthetic workload's name, else its type and index, e.g. \"pmbench0\")",
+                ));
+            }
+        }
+        if let Some(p) = t.targets.names.iter().find(|p| {
+            !(0..self.workloads.len())
+                .any(|i| crate::controllers::glob_match(p, &self.workload_target_name(i)))
+        }) {
+            let names: Vec<String> = (0..self.workloads.len())
+                .map(|i| self.workload_target_name(i))
+                .collect();
+            return Err(ConfigError::invalid(
+                "tiering.targets.names",
+                format!(
+                    "{p:?} matches no workload (workloads: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+        for (key, list) in [
+            ("tiering.fast_nodes", &t.fast_nodes),
+            ("tiering.slow_nodes", &t.slow_nodes),
+        ] {
+            if let Some(n) = list.iter().find(|&&n| n as usize >= nr_nodes) {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("node {n} does not exist (the machine has {nr_nodes} nodes)"),
+                ));
+            }
+        }
+        if self.kernel.numa_balancing != 0 {
+            return Err(ConfigError::invalid(
+                "tiering",
+                "the user-space tiering controller conflicts with NUMA balancing (kernel.numa_balancing would migrate the targets' pages too): set kernel.numa_balancing = 0 or drop [tiering]",
+            ));
+        }
+        Ok(())
+    }
+
     /// Parse and validate a config from TOML text. `origin` names the file in errors.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<SimConfig, ConfigError> {
         let value = resolve_toml(text, origin)?;
@@ -941,6 +1038,8 @@ impl SimConfig {
             kernel: top.kernel,
             sim: top.sim,
             workloads,
+            interval: top.interval,
+            tiering: top.tiering,
         };
         cfg.validate().map_err(|e| e.in_file(origin))?;
         Ok(cfg)
@@ -953,6 +1052,7 @@ impl SimConfig {
         if self.duration.0 == 0 {
             return Err(ConfigError::invalid("duration", "must be positive"));
         }
+        self.check_tiering(n)?;
         let k = &self.kernel;
         if k.transparent_hugepage != TransparentHugepage::Never {
             return Err(ConfigError::invalid(

@@ -93,6 +93,55 @@ fn d_interval() -> SimDuration {
     SimDuration::from_secs(1)
 }
 
+impl TieringConfig {
+    /// The section's own rules, the same on both substrates: where the targets and nodes
+    /// are resolved (a host's processes, a simulation's workloads) is the caller's check.
+    /// `attrs` must already have passed the caller's limits.
+    pub fn check(&self) -> Result<(), crate::ConfigError> {
+        use crate::ConfigError;
+        let a = &self.attrs;
+        if a.sample_us == 0 {
+            return Err(ConfigError::invalid(
+                "tiering.attrs.sample_us",
+                "must be positive (the controller's nr_accesses scale needs a real interval)",
+            ));
+        }
+        a.validate()
+            .map_err(|m| ConfigError::invalid("tiering.attrs", m))?;
+        if a.intervals_goal.aggrs > 0 {
+            return Err(ConfigError::invalid(
+                "tiering.attrs.intervals_goal",
+                "the controller's hotness threshold assumes fixed sampling and aggregation intervals: no interval auto-tuning",
+            ));
+        }
+        if self.targets.is_empty() {
+            return Err(ConfigError::invalid(
+                "tiering.targets",
+                "name at least one pid, name or cgroup",
+            ));
+        }
+        if self.promote_rate_limit_mbps == 0 {
+            return Err(ConfigError::invalid(
+                "tiering.promote_rate_limit_mbps",
+                "must be positive",
+            ));
+        }
+        if !(1..=1000).contains(&self.hot_threshold_permil) {
+            return Err(ConfigError::invalid(
+                "tiering.hot_threshold_permil",
+                "must be 1..=1000",
+            ));
+        }
+        if let Some(n) = self.fast_nodes.iter().find(|n| self.slow_nodes.contains(n)) {
+            return Err(ConfigError::invalid(
+                "tiering.slow_nodes",
+                format!("node {n} is listed as both fast and slow"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Parse a `*` glob against a command name.
 pub fn glob_match(pattern: &str, name: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();

@@ -121,6 +121,19 @@ pub fn pagesets_column(node: usize) -> String {
     format!("node{node}_pcp_pages")
 }
 
+/// The user-space tiering controller's statistics written as `tiering_<stat>` columns
+/// (cumulative bytes, and the threshold in effect, per-thousand of the maximum
+/// `nr_accesses`), as the agent exports them as metrics.
+pub const TIERING_STATS: &[&str] = &[
+    "candidate_bytes",
+    "promoted_bytes",
+    "promote_failed_bytes",
+    "rate_limited_bytes",
+    "headroom_skipped_bytes",
+    "demoted_bytes",
+    "threshold_permil",
+];
+
 /// One column after the base columns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExtraColumn {
@@ -128,6 +141,8 @@ pub enum ExtraColumn {
     ZoneFree { node: usize, zone: usize },
     /// Free pages in a node's per-CPU pagesets.
     Pagesets { node: usize },
+    /// A statistic of the user-space tiering controller ([`TIERING_STATS`]).
+    Tiering(&'static str),
     /// A `/sys/kernel/mm/ksm/` counter (present when the config has `[kernel.ksm]`).
     Ksm(&'static str),
     /// Pages of region `region` of workload `workload` on node `node`.
@@ -171,6 +186,11 @@ pub fn extra_columns(cfg: &crate::config::SimConfig) -> Vec<(ExtraColumn, String
             ));
         }
         out.push((ExtraColumn::Pagesets { node }, pagesets_column(node)));
+    }
+    if cfg.tiering.is_some() {
+        for &s in TIERING_STATS {
+            out.push((ExtraColumn::Tiering(s), format!("tiering_{s}")));
+        }
     }
     if cfg.kernel.ksm.is_some() {
         for &f in KSM_TIMELINE_FILES {

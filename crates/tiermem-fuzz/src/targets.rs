@@ -59,6 +59,7 @@ pub fn sim_config_seeds() -> Vec<Vec<u8>> {
         "configs/examples/promote-hot-set.toml",
         "configs/examples/spill-and-swap.toml",
         "configs/examples/stream-cxl.toml",
+        "configs/examples/user-tiering.toml",
         "configs/examples/stream-weighted.toml",
         "validation/promote-default/scenario.toml",
         "validation/wi-vma/scenario.toml",

@@ -227,6 +227,8 @@ pub struct Simulation {
     /// kdamonds (`[kernel.damon]`) and the workload of each process (memcg-like groups).
     pub kdamonds: Vec<crate::damon::Kdamond>,
     proc_workload: Vec<usize>,
+    /// The user-space tiering controller of `[tiering]`.
+    user_tiering: Option<crate::user_tiering::UserTiering>,
     /// Σ over timeline rows of used memory (all nodes, incl. the zram pool), pages.
     memused_sum: (u128, u64),
 }
@@ -376,10 +378,18 @@ impl Simulation {
                 seed,
             )?);
         }
+        let user_tiering = crate::user_tiering::UserTiering::new(
+            cfg,
+            &kernel,
+            &proc_workload,
+            &mut kdamonds,
+            mix_seed(cfg.seed, 0x7131, 0).next_u64(),
+        )?;
         let extra = crate::observe::ExtraColumns::new(cfg, &proc_workload);
         let mut sim = Simulation {
             extra,
             kdamonds,
+            user_tiering,
             proc_workload,
             memused_sum: (0, 0),
             cfg: cfg.clone(),
@@ -439,6 +449,9 @@ impl Simulation {
             self.run_window(stop)?;
             self.end_window(stop - self.now);
             self.now = stop;
+            if let Some(u) = &mut self.user_tiering {
+                u.run_due(self.now / 1_000_000_000, &mut self.kernel, &self.kdamonds);
+            }
             if self.now >= next_sample || self.now >= end {
                 self.sample_row();
                 next_sample += sample;
@@ -911,9 +924,12 @@ impl Simulation {
         for th in &self.threads {
             per_workload[th.spec_workload] += th.accesses;
         }
-        let extra = self
-            .extra
-            .sample(&self.kernel, &per_workload, &self.kdamonds);
+        let extra = self.extra.sample(
+            &self.kernel,
+            &per_workload,
+            &self.kdamonds,
+            self.user_tiering.as_ref().map(|u| u.stats()),
+        );
         self.rows.push(Row {
             time_s: t,
             throughput: self.sample_accesses as f64 / dt,

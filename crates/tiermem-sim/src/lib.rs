@@ -40,6 +40,7 @@ pub mod synthetic;
 pub mod timing;
 pub mod trace_replay;
 pub mod tuner;
+pub mod user_tiering;
 pub mod vm_guest;
 pub use tiermem_core::vmstat;
 pub mod workload;
