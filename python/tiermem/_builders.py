@@ -463,6 +463,8 @@ class Config(_Table):
     interval: Optional[Duration] = None
     #: ``[tiering]``: the agent's user-space tiering controller, as in the agent's file.
     tiering: Optional[Dict[str, Any]] = None
+    #: ``[reclaim]``: the agent's proactive reclaim (``processes`` only in a simulation).
+    reclaim: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _NESTED: ClassVar[Dict[str, Type[_Table]]] = {"machine": Machine, "kernel": Kernel, "sim": Sim}

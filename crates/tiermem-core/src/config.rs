@@ -51,6 +51,9 @@ pub struct SimConfig {
     /// `[tiering]`: the user-space tiering controller, written as in the agent's file
     /// ([`crate::controllers`]); its targets are workloads, by name.
     pub tiering: Option<crate::controllers::TieringConfig>,
+    /// `[reclaim]`: the agent's proactive reclaim; in a simulation only
+    /// `[reclaim.processes]` (a DAMOS `pageout` kdamond over the target workloads).
+    pub reclaim: Option<crate::controllers::ReclaimConfig>,
 }
 
 /// Top-level keys other than machine and workloads.
@@ -69,6 +72,8 @@ struct TopLevel {
     interval: SimDuration,
     #[serde(default)]
     tiering: Option<crate::controllers::TieringConfig>,
+    #[serde(default)]
+    reclaim: Option<crate::controllers::ReclaimConfig>,
     // Parsed separately (preset expansion, tagged workloads); listed so they are not unknown.
     #[allow(dead_code)]
     machine: toml::Value,
@@ -920,20 +925,71 @@ impl SimConfig {
         }
     }
 
-    /// The workloads `[tiering]` works on (indices), from its `targets.names`.
-    pub fn tiering_targets(&self) -> Vec<usize> {
-        let Some(t) = &self.tiering else {
-            return Vec::new();
-        };
+    /// The workloads a controller's selector picks (indices), by its `names`.
+    pub fn selected_workloads(&self, sel: &crate::controllers::TargetSelector) -> Vec<usize> {
         (0..self.workloads.len())
             .filter(|&i| {
                 let name = self.workload_target_name(i);
-                t.targets
-                    .names
+                sel.names
                     .iter()
                     .any(|p| crate::controllers::glob_match(p, &name))
             })
             .collect()
+    }
+
+    /// A controller's target selector in a simulation: workloads by name, every name
+    /// matching one; no host pids or cgroups. `key` is the selector's config path.
+    fn check_selector(
+        &self,
+        sel: &crate::controllers::TargetSelector,
+        key: &str,
+    ) -> Result<(), ConfigError> {
+        for (what, empty) in [
+            ("pids", sel.pids.is_empty()),
+            ("cgroups", sel.cgroups.is_empty()),
+        ] {
+            if !empty {
+                return Err(ConfigError::invalid(
+                    format!("{key}.{what}"),
+                    "a simulation has no host processes: select workloads by `names` (a synthetic workload's name, else its type and index, e.g. \"pmbench0\")",
+                ));
+            }
+        }
+        if let Some(p) = sel.names.iter().find(|p| {
+            !(0..self.workloads.len())
+                .any(|i| crate::controllers::glob_match(p, &self.workload_target_name(i)))
+        }) {
+            let names: Vec<String> = (0..self.workloads.len())
+                .map(|i| self.workload_target_name(i))
+                .collect();
+            return Err(ConfigError::invalid(
+                format!("{key}.names"),
+                format!(
+                    "{p:?} matches no workload (workloads: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[reclaim]` in a simulation: `processes` as on a host (its own rules, workloads by
+    /// name); `cgroups` (`memory.reclaim` writes) has no simulated counterpart.
+    fn check_reclaim(&self) -> Result<(), ConfigError> {
+        let Some(r) = &self.reclaim else {
+            return Ok(());
+        };
+        if !r.cgroups.is_empty() {
+            return Err(ConfigError::invalid(
+                "reclaim.cgroups",
+                "cgroup memory.reclaim writes are not simulated (a simulation has no cgroups); use [reclaim.processes]",
+            ));
+        }
+        if let Some(p) = &r.processes {
+            p.check()?;
+            self.check_selector(&p.targets, "reclaim.processes.targets")?;
+        }
+        Ok(())
     }
 
     /// `[tiering]` in a simulation: the section's own rules, then what a simulation can
@@ -1040,6 +1096,7 @@ impl SimConfig {
             workloads,
             interval: top.interval,
             tiering: top.tiering,
+            reclaim: top.reclaim,
         };
         cfg.validate().map_err(|e| e.in_file(origin))?;
         Ok(cfg)
@@ -1053,6 +1110,7 @@ impl SimConfig {
             return Err(ConfigError::invalid("duration", "must be positive"));
         }
         self.check_tiering(n)?;
+        self.check_reclaim()?;
         let k = &self.kernel;
         if k.transparent_hugepage != TransparentHugepage::Never {
             return Err(ConfigError::invalid(

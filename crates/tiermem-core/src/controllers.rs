@@ -1,13 +1,17 @@
 //! The user-space controllers' configuration, the same in the live agent's file and in a
-//! simulator config: `[tiering]` (the tiering controller of `tiermem_policy::tiering`) and
-//! the target selector it shares with the agent's other per-process sections.
+//! simulator config: `[tiering]` (the tiering controller of `tiermem_policy::tiering`),
+//! `[reclaim]` (proactive reclaim: DAMOS `pageout` of processes' cold regions, and
+//! cgroup `memory.reclaim` writes, host only) and the target selector they share.
 //!
 //! In the simulator, targets are workloads, selected by name (`names`, matched against
 //! each workload's `name` as the agent matches `/proc/<pid>/comm`); `pids` and `cgroups`
 //! exist only on a host and are refused there.
 
-use crate::damon::MonitoringAttrs;
-use crate::units::{Bytes, SimDuration};
+use crate::damon::{
+    AccessPattern, DamosAction, MonitoringAttrs, QuotaConfig, QuotaWeights, SchemeConfig,
+    Watermarks, WmarkMetric,
+};
+use crate::units::{Bytes, SimDuration, PAGE_SIZE};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -91,6 +95,141 @@ fn d_quota() -> Bytes {
 }
 fn d_interval() -> SimDuration {
     SimDuration::from_secs(1)
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReclaimConfig {
+    /// cgroup v2 `memory.reclaim` writes.
+    #[serde(default)]
+    pub cgroups: Vec<CgroupReclaim>,
+    /// DAMOS `pageout` of cold regions of processes, on the agent's own kdamond.
+    #[serde(default)]
+    pub processes: Option<ProcessReclaim>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupReclaim {
+    pub path: PathBuf,
+    /// Bytes asked per `interval`.
+    pub bytes: Bytes,
+    #[serde(default = "d_reclaim_interval")]
+    pub interval: SimDuration,
+    /// Act only while system free memory is below this permil of total (DAMOS `high`
+    /// watermark sense). Default 1000 (always).
+    #[serde(default = "d_permil_all")]
+    pub free_below_permil: u64,
+}
+
+fn d_reclaim_interval() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn d_permil_all() -> u64 {
+    1000
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessReclaim {
+    pub targets: TargetSelector,
+    /// Cold for at least this long. Default 30s.
+    #[serde(default = "d_reclaim_age")]
+    pub min_age: SimDuration,
+    /// Size quota per `quota_reset_interval_ms`. Default 128MiB (DAMON_RECLAIM's).
+    #[serde(default = "d_reclaim_quota")]
+    pub quota: Bytes,
+    #[serde(default = "d_reset")]
+    pub quota_reset_interval_ms: u64,
+    /// Free-memory watermarks, permil (DAMON_RECLAIM defaults 500/400/200).
+    #[serde(default = "d_wh")]
+    pub wmarks_high: u64,
+    #[serde(default = "d_wm")]
+    pub wmarks_mid: u64,
+    #[serde(default = "d_wl")]
+    pub wmarks_low: u64,
+    #[serde(default)]
+    pub attrs: MonitoringAttrs,
+}
+
+fn d_reclaim_age() -> SimDuration {
+    SimDuration::from_secs(30)
+}
+fn d_reclaim_quota() -> Bytes {
+    Bytes::mib(128)
+}
+fn d_reset() -> u64 {
+    1000
+}
+fn d_wh() -> u64 {
+    500
+}
+fn d_wm() -> u64 {
+    400
+}
+fn d_wl() -> u64 {
+    200
+}
+
+impl ProcessReclaim {
+    /// The DAMOS scheme: DAMON_RECLAIM's shape (`mm/damon/reclaim.c`) on the targets'
+    /// address spaces: `pageout` of regions of at least a page with no access for
+    /// `min_age`, oldest first, under the size quota, while free memory is below the
+    /// high watermark.
+    pub fn scheme(&self) -> SchemeConfig {
+        let aggr = self.attrs.aggr_us.max(1);
+        SchemeConfig {
+            access_pattern: AccessPattern {
+                min_sz: PAGE_SIZE,
+                max_nr_accesses: 0,
+                min_age: self.min_age.as_us().div_ceil(aggr).min(u32::MAX as u64) as u32,
+                ..AccessPattern::default()
+            },
+            quotas: QuotaConfig {
+                sz: self.quota.0,
+                reset_interval_ms: self.quota_reset_interval_ms,
+                // DAMON_RECLAIM's fixed weights: the oldest cold regions first.
+                weights: QuotaWeights {
+                    age_permil: 1,
+                    ..QuotaWeights::default()
+                },
+                ..QuotaConfig::default()
+            },
+            watermarks: Watermarks {
+                metric: WmarkMetric::FreeMemRate,
+                interval_us: 5_000_000,
+                high: self.wmarks_high,
+                mid: self.wmarks_mid,
+                low: self.wmarks_low,
+            },
+            ..SchemeConfig::new(DamosAction::Pageout)
+        }
+    }
+}
+
+impl ProcessReclaim {
+    /// The section's own rules (both substrates).
+    pub fn check(&self) -> Result<(), crate::ConfigError> {
+        use crate::ConfigError;
+        if self.targets.is_empty() {
+            return Err(ConfigError::invalid(
+                "reclaim.processes.targets",
+                "name at least one pid, name or cgroup",
+            ));
+        }
+        if !(self.wmarks_high >= self.wmarks_mid
+            && self.wmarks_mid >= self.wmarks_low
+            && self.wmarks_high <= 1000)
+        {
+            return Err(ConfigError::invalid(
+                "reclaim.processes.wmarks_high",
+                "watermarks must satisfy 1000 >= high >= mid >= low",
+            ));
+        }
+        self.attrs
+            .validate()
+            .map_err(|m| ConfigError::invalid("reclaim.processes.attrs", m))
+    }
 }
 
 impl TieringConfig {

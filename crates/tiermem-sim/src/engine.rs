@@ -378,6 +378,27 @@ impl Simulation {
                 seed,
             )?);
         }
+        if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
+            // The agent's [reclaim.processes]: its kdamond, as `tiermem agent` builds it.
+            let nc = tiermem_damon::modules::NamedContext {
+                name: "reclaim-processes".into(),
+                cfg: tiermem_core::damon::ContextConfig {
+                    ops: tiermem_core::damon::OpsKind::Vaddr,
+                    attrs: p.attrs.clone(),
+                    target_workloads: cfg.selected_workloads(&p.targets),
+                    regions: Vec::new(),
+                    schemes: vec![p.scheme()],
+                },
+            };
+            let seed = mix_seed(cfg.seed, 0xDA31, 0).next_u64();
+            kdamonds.push(crate::damon::Kdamond::new(
+                &nc,
+                &kernel,
+                &proc_workload,
+                &cfg.kernel.damon.costs,
+                seed,
+            )?);
+        }
         let user_tiering = crate::user_tiering::UserTiering::new(
             cfg,
             &kernel,

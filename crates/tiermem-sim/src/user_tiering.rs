@@ -186,7 +186,7 @@ impl UserTiering {
         let params =
             ControllerParams::from_config(t, cfg.interval.as_ms(), fast, slow, demotion_target);
         let mut mine = Vec::new();
-        for (k, wi) in cfg.tiering_targets().into_iter().enumerate() {
+        for (k, wi) in cfg.selected_workloads(&t.targets).into_iter().enumerate() {
             let nc = tiermem_damon::modules::NamedContext {
                 name: format!("tiering{k}"),
                 cfg: ContextConfig {

@@ -84,3 +84,63 @@ fn simulated_targets_are_workloads_by_name() {
         "tiering.hot_threshold_permil",
     );
 }
+
+/// The agent's `[reclaim.processes]`, simulated: its DAMOS `pageout` kdamond over the
+/// target workload swaps out the region idle for `min_age` and leaves the hot one.
+#[test]
+fn process_reclaim_pages_out_the_idle_region() {
+    let text = r#"
+duration = "10s"
+machine = "small"
+[kernel.zram]
+capacity = "1GiB"
+[sim]
+sample_interval = "500ms"
+[[workloads]]
+type = "synthetic"
+name = "app"
+cpu_node = 0
+[[workloads.regions]]
+name = "cold"
+size = "256MiB"
+place = { mode = "bind", nodes = [0] }
+[[workloads.regions]]
+name = "hot"
+size = "64MiB"
+place = { mode = "bind", nodes = [0] }
+pattern = "uniform"
+rate = 200000
+[reclaim.processes]
+targets = { names = ["app"] }
+min_age = "2s"
+quota = "1GiB"
+wmarks_high = 1000
+wmarks_mid = 999
+wmarks_low = 0
+attrs = { sample_us = 5000, aggr_us = 100000, min_nr_regions = 10, max_nr_regions = 1000 }
+"#;
+    let cfg = SimConfig::from_toml_str(text, "reclaim.toml").unwrap();
+    let out = tiermem_sim::run_config(&cfg).unwrap();
+    let csv = &out.timeline_csv;
+    let cold = column(csv, "app.cold.N0");
+    let hot = column(csv, "app.hot.N0");
+    assert_eq!(cold[0].1, 65536.0);
+    assert!(
+        cold.iter().all(|&(t, p)| t >= 2.0 || p == 65536.0),
+        "nothing before min_age"
+    );
+    assert_eq!(
+        cold.last().unwrap().1,
+        0.0,
+        "the idle region is swapped out: {cold:?}"
+    );
+    assert_eq!(hot.last().unwrap().1, 16384.0, "the hot region stays");
+    assert!(column(csv, "pswpout").last().unwrap().1 >= 65536.0);
+    // cgroup memory.reclaim writes have no simulated counterpart.
+    let e = SimConfig::from_toml_str(
+        &format!("{text}\n[[reclaim.cgroups]]\npath = \"/sys/fs/cgroup/x\"\nbytes = \"1MiB\"\n"),
+        "t.toml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("reclaim.cgroups"), "{e}");
+}
