@@ -18,18 +18,97 @@ pub enum Interleave {
     Plain,
 }
 
+/// A memory policy other than interleave, as numactl spells them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// `--preferred NODE`: `MPOL_PREFERRED`, one node, fall back anywhere.
+    Preferred(u32),
+    /// `--preferred-many NODES`: `MPOL_PREFERRED_MANY` (Linux 5.15+).
+    PreferredMany(Vec<u32>),
+    /// `--localalloc`: `MPOL_LOCAL`, the node of the CPU that allocates.
+    Local,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ExecOptions {
     pub interleave: Option<Interleave>,
-    /// Policy nodes; default: every memory node. Without `interleave`, `MPOL_BIND` to them.
+    /// Policy nodes; default: every memory node. Without `interleave`, `MPOL_BIND` to them
+    /// (`--membind`).
     pub nodes: Vec<u32>,
+    /// `--preferred`, `--preferred-many`, `--localalloc` (exclusive with the above).
+    pub placement: Option<Placement>,
+    /// `--cpunodebind`: run only on the CPUs of these nodes.
+    pub cpu_nodes: Vec<u32>,
+    /// `--physcpubind`: run only on these CPUs.
+    pub cpus: Vec<u32>,
     pub ksm: bool,
     pub argv: Vec<String>,
 }
 
+/// The CPUs the program may run on (`sched_setaffinity`), from `--cpunodebind` and
+/// `--physcpubind` (their intersection when both are given, as numactl applies both), checked
+/// against the host; `None` leaves the affinity alone.
+pub fn affinity_for(fs: &HostFs, opts: &ExecOptions) -> Result<Option<Vec<u32>>, Error> {
+    if opts.cpu_nodes.is_empty() && opts.cpus.is_empty() {
+        return Ok(None);
+    }
+    let nodes = host::read_nodes(fs)?;
+    let all: Vec<u32> = nodes.iter().flat_map(|n| n.cpus.iter().copied()).collect();
+    let mut set: Vec<u32> = if opts.cpu_nodes.is_empty() {
+        all.clone()
+    } else {
+        let mut v = Vec::new();
+        for &id in &opts.cpu_nodes {
+            let Some(n) = nodes.iter().find(|n| n.id == id) else {
+                return Err(bad(
+                    "--cpunodebind",
+                    format!("no node {id} (nodes: {})", list(nodes.iter().map(|n| n.id))),
+                ));
+            };
+            if n.cpus.is_empty() {
+                return Err(bad(
+                    "--cpunodebind",
+                    format!("node {id} has no CPUs (a memory-only node: use --membind for memory)"),
+                ));
+            }
+            v.extend(&n.cpus);
+        }
+        v
+    };
+    if !opts.cpus.is_empty() {
+        if let Some(c) = opts.cpus.iter().find(|c| !all.contains(c)) {
+            return Err(bad(
+                "--physcpubind",
+                format!(
+                    "CPU {c} is not online (CPUs: {})",
+                    list(all.iter().copied())
+                ),
+            ));
+        }
+        set.retain(|c| opts.cpus.contains(c));
+        if set.is_empty() {
+            return Err(bad(
+                "--physcpubind",
+                "none of these CPUs is on the --cpunodebind nodes",
+            ));
+        }
+    }
+    set.sort_unstable();
+    set.dedup();
+    Ok(Some(set))
+}
+
+fn bad(key: &str, msg: impl Into<String>) -> Error {
+    Error::Config(tiermem_core::ConfigError::invalid(key, msg))
+}
+
+fn list(ids: impl Iterator<Item = u32>) -> String {
+    crate::fs::format_list(&ids.collect::<Vec<_>>())
+}
+
 /// The policy (mode value, nodes) that `opts` asks for, checked against the host.
 pub fn policy_for(fs: &HostFs, opts: &ExecOptions) -> Result<Option<(i32, Vec<u32>)>, Error> {
-    if opts.interleave.is_none() && opts.nodes.is_empty() {
+    if opts.interleave.is_none() && opts.nodes.is_empty() && opts.placement.is_none() {
         return Ok(None);
     }
     let mem: Vec<u32> = host::read_nodes(fs)?
@@ -37,19 +116,42 @@ pub fn policy_for(fs: &HostFs, opts: &ExecOptions) -> Result<Option<(i32, Vec<u3
         .filter(|n| n.has_memory)
         .map(|n| n.id)
         .collect();
+    let check = |key: &str, nodes: &[u32]| match nodes.iter().find(|n| !mem.contains(n)) {
+        Some(n) => Err(bad(
+            key,
+            format!(
+                "node {n} is not a memory node (memory nodes: {})",
+                crate::fs::format_list(&mem)
+            ),
+        )),
+        None => Ok(()),
+    };
+    match &opts.placement {
+        Some(Placement::Preferred(n)) => {
+            check("--preferred", &[*n])?;
+            return Ok(Some((PolicyMode::Preferred.kernel_value(), vec![*n])));
+        }
+        Some(Placement::PreferredMany(nodes)) => {
+            check("--preferred-many", nodes)?;
+            return Ok(Some((
+                PolicyMode::PreferredMany.kernel_value(),
+                nodes.clone(),
+            )));
+        }
+        Some(Placement::Local) => return Ok(Some((PolicyMode::Local.kernel_value(), Vec::new()))),
+        None => {}
+    }
     let nodes = if opts.nodes.is_empty() {
         mem.clone()
     } else {
         opts.nodes.clone()
     };
-    if let Some(n) = nodes.iter().find(|n| !mem.contains(n)) {
-        return Err(Error::Config(tiermem_core::ConfigError::invalid(
-            "--nodes",
-            format!(
-                "node {n} is not a memory node (memory nodes: {})",
-                crate::fs::format_list(&mem)
-            ),
-        )));
+    check("--nodes", &nodes)?;
+    if opts.interleave.is_some() && nodes.len() == 1 {
+        tracing::warn!(
+            node = nodes[0],
+            "interleaving over one node places every page there, as binding to it does"
+        );
     }
     let mode = match opts.interleave {
         Some(Interleave::Weighted) => {
@@ -68,6 +170,43 @@ pub fn policy_for(fs: &HostFs, opts: &ExecOptions) -> Result<Option<(i32, Vec<u3
     Ok(Some((mode.kernel_value(), nodes)))
 }
 
+/// What `numactl --show` prints: this process's memory policy and CPU binding, with the
+/// nodes those CPUs belong to.
+pub fn show(fs: &HostFs) -> Result<String, Error> {
+    let (mode, nodes) = crate::sys::get_mempolicy()?;
+    let cpus = crate::sys::get_affinity()?;
+    let host_nodes = host::read_nodes(fs)?;
+    let name = match mode & 0xff {
+        0 => "default",
+        1 => "preferred",
+        2 => "bind",
+        3 => "interleave",
+        4 => "local",
+        5 => "preferred-many",
+        6 => "weighted-interleave",
+        _ => "unknown",
+    };
+    let cpu_nodes: Vec<u32> = host_nodes
+        .iter()
+        .filter(|n| n.cpus.iter().any(|c| cpus.contains(c)))
+        .map(|n| n.id)
+        .collect();
+    let mem: Vec<u32> = host_nodes
+        .iter()
+        .filter(|n| n.has_memory)
+        .map(|n| n.id)
+        .collect();
+    let shown = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+    let policy_nodes = if nodes.is_empty() { mem.clone() } else { nodes };
+    Ok(format!(
+        "policy: {name}\nphyscpubind: {}\ncpubind: {}\nnodebind: {}\nmembind: {}\n",
+        shown(&cpus),
+        shown(&cpu_nodes),
+        shown(&cpu_nodes),
+        shown(&policy_nodes),
+    ))
+}
+
 /// Set the policy and KSM flag, then replace this process with the program.
 pub fn exec(fs: &HostFs, opts: &ExecOptions) -> Result<std::convert::Infallible, Error> {
     let Some((prog, args)) = opts.argv.split_first() else {
@@ -76,7 +215,12 @@ pub fn exec(fs: &HostFs, opts: &ExecOptions) -> Result<std::convert::Infallible,
             "no command given",
         )));
     };
-    if let Some((mode, nodes)) = policy_for(fs, opts)? {
+    let policy = policy_for(fs, opts)?;
+    let affinity = affinity_for(fs, opts)?;
+    if let Some(cpus) = affinity {
+        crate::sys::set_affinity(&cpus)?;
+    }
+    if let Some((mode, nodes)) = policy {
         crate::sys::set_mempolicy(mode, &nodes)?;
     }
     if opts.ksm {
@@ -127,6 +271,52 @@ mod tests {
         .unwrap();
         assert_eq!(p, Some((2, vec![1])), "nodes without interleave bind");
         assert_eq!(policy_for(&t.fs(), &ExecOptions::default()).unwrap(), None);
+    }
+
+    #[test]
+    fn numactl_placements() {
+        let t = host::fake_two_node();
+        let with = |p: Placement| {
+            policy_for(
+                &t.fs(),
+                &ExecOptions {
+                    placement: Some(p),
+                    ..Default::default()
+                },
+            )
+        };
+        assert_eq!(with(Placement::Preferred(1)).unwrap(), Some((1, vec![1])));
+        assert_eq!(
+            with(Placement::PreferredMany(vec![0, 1])).unwrap(),
+            Some((5, vec![0, 1]))
+        );
+        assert_eq!(with(Placement::Local).unwrap(), Some((4, vec![])));
+        let e = with(Placement::Preferred(7)).unwrap_err();
+        assert!(e.to_string().contains("--preferred"), "{e}");
+    }
+
+    #[test]
+    fn cpu_binding_by_node_and_cpu() {
+        let t = host::fake_two_node();
+        let aff = |cpu_nodes: Vec<u32>, cpus: Vec<u32>| {
+            affinity_for(
+                &t.fs(),
+                &ExecOptions {
+                    cpu_nodes,
+                    cpus,
+                    ..Default::default()
+                },
+            )
+        };
+        let node0: Vec<u32> = host::read_nodes(&t.fs()).unwrap()[0].cpus.clone();
+        assert!(!node0.is_empty());
+        assert_eq!(aff(vec![0], vec![]).unwrap(), Some(node0.clone()));
+        assert_eq!(aff(vec![], vec![]).unwrap(), None);
+        assert_eq!(aff(vec![], vec![node0[0]]).unwrap(), Some(vec![node0[0]]));
+        let e = aff(vec![1], vec![]).unwrap_err();
+        assert!(e.to_string().contains("no CPUs"), "{e}");
+        let e = aff(vec![], vec![999]).unwrap_err();
+        assert!(e.to_string().contains("--physcpubind"), "{e}");
     }
 
     #[test]

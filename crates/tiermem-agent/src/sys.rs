@@ -109,6 +109,62 @@ pub fn set_mempolicy(mode: i32, nodes: &[u32]) -> Result<(), Error> {
     check(r, "set_mempolicy", 0).map(|_| ())
 }
 
+/// `get_mempolicy(&mode, nodemask, maxnode, NULL, 0)`: this thread's policy mode and nodes.
+pub fn get_mempolicy() -> Result<(i32, Vec<u32>), Error> {
+    const MAX_NODES: usize = 1024;
+    let mut mode: libc::c_int = 0;
+    let mut mask = vec![0 as libc::c_ulong; MAX_NODES / 64];
+    // SAFETY: mode and mask are valid for writes of the sizes passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode as *mut libc::c_int,
+            mask.as_mut_ptr(),
+            MAX_NODES as libc::c_ulong,
+            std::ptr::null::<libc::c_void>(),
+            0 as libc::c_ulong,
+        )
+    };
+    check(r, "get_mempolicy", 0)?;
+    let nodes = (0..MAX_NODES as u32)
+        .filter(|&n| mask[n as usize / 64] & (1 << (n % 64)) != 0)
+        .collect();
+    Ok((mode, nodes))
+}
+
+/// `sched_getaffinity(0, …)`: the CPUs this thread may run on.
+pub fn get_affinity() -> Result<Vec<u32>, Error> {
+    // SAFETY: a zeroed cpu_set_t is valid; the kernel fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    check(r as libc::c_long, "sched_getaffinity", 0)?;
+    Ok((0..libc::CPU_SETSIZE as u32)
+        // SAFETY: c < CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+        .collect())
+}
+
+/// `sched_setaffinity(0, …)`: run this thread (and what it execs) only on `cpus`.
+pub fn set_affinity(cpus: &[u32]) -> Result<(), Error> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it (ids are checked
+    // against CPU_SETSIZE first).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c as usize >= libc::CPU_SETSIZE as usize {
+            return Err(Error::Other(format!(
+                "CPU {c} is beyond CPU_SETSIZE ({})",
+                libc::CPU_SETSIZE
+            )));
+        }
+        // SAFETY: c < CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    check(r as libc::c_long, "sched_setaffinity", 0).map(|_| ())
+}
+
 /// `mbind(addr, len, mode, nodemask, maxnode, flags)`.
 ///
 /// # Safety

@@ -4,7 +4,7 @@
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use tiermem_agent::config::AgentConfig;
-use tiermem_agent::exec::{ExecOptions, Interleave};
+use tiermem_agent::exec::{ExecOptions, Interleave, Placement};
 use tiermem_agent::fs::HostFs;
 use tiermem_agent::Error;
 
@@ -73,13 +73,31 @@ pub struct ExecArgs {
     #[arg(long)]
     interleave: Option<InterleaveArg>,
     /// Policy nodes (e.g. `0,1` or `0-2`); default all memory nodes. Without --interleave: bind.
-    #[arg(long)]
+    #[arg(long, visible_alias = "membind", short = 'm')]
     nodes: Option<String>,
+    /// Prefer this node, fall back anywhere (MPOL_PREFERRED, numactl --preferred).
+    #[arg(long, conflicts_with_all = ["interleave", "nodes", "preferred_many", "localalloc"])]
+    preferred: Option<u32>,
+    /// Prefer these nodes, fall back anywhere (MPOL_PREFERRED_MANY, Linux 5.15+).
+    #[arg(long, conflicts_with_all = ["interleave", "nodes", "localalloc"])]
+    preferred_many: Option<String>,
+    /// Allocate on the node of the CPU that allocates (MPOL_LOCAL, numactl --localalloc).
+    #[arg(long, short = 'l', conflicts_with_all = ["interleave", "nodes"])]
+    localalloc: bool,
+    /// Run only on the CPUs of these nodes (numactl --cpunodebind).
+    #[arg(long, short = 'N')]
+    cpunodebind: Option<String>,
+    /// Run only on these CPUs (numactl --physcpubind, e.g. `0-3,8`).
+    #[arg(long, short = 'C')]
+    physcpubind: Option<String>,
     /// Make all of the program's anonymous memory KSM-mergeable (PR_SET_MEMORY_MERGE).
     #[arg(long)]
     ksm: bool,
+    /// Print this process's memory policy and CPU binding, as `numactl --show`, and exit.
+    #[arg(long)]
+    show: bool,
     /// The program and its arguments (after `--`).
-    #[arg(trailing_var_arg = true, required = true)]
+    #[arg(trailing_var_arg = true, required_unless_present = "show")]
     cmd: Vec<String>,
 }
 
@@ -163,9 +181,31 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
 }
 
 pub fn cmd_exec(a: ExecArgs) -> Result<(), Error> {
+    if a.show {
+        print!("{}", tiermem_agent::exec::show(&HostFs::default())?);
+        return Ok(());
+    }
     let nodes = match &a.nodes {
         Some(s) => tiermem_agent::fs::parse_list(s).map_err(|m| input("--nodes", m))?,
         None => Vec::new(),
+    };
+    let list = |key: &str, v: &Option<String>| -> Result<Vec<u32>, Error> {
+        match v {
+            Some(s) => tiermem_agent::fs::parse_list(s).map_err(|m| input(key, m)),
+            None => Ok(Vec::new()),
+        }
+    };
+    let placement = if let Some(n) = a.preferred {
+        Some(Placement::Preferred(n))
+    } else if a.preferred_many.is_some() {
+        Some(Placement::PreferredMany(list(
+            "--preferred-many",
+            &a.preferred_many,
+        )?))
+    } else if a.localalloc {
+        Some(Placement::Local)
+    } else {
+        None
     };
     let opts = ExecOptions {
         interleave: a.interleave.map(|i| match i {
@@ -173,6 +213,9 @@ pub fn cmd_exec(a: ExecArgs) -> Result<(), Error> {
             InterleaveArg::Plain => Interleave::Plain,
         }),
         nodes,
+        placement,
+        cpu_nodes: list("--cpunodebind", &a.cpunodebind)?,
+        cpus: list("--physcpubind", &a.physcpubind)?,
         ksm: a.ksm,
         argv: a.cmd,
     };
