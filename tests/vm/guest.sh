@@ -426,6 +426,39 @@ EOF
   fi
 }
 
+# ---- 9. this host as a simulator config; numactl-style exec ------------------------------------
+s9() {
+  if ! tiermem topology --sim-config >/cfg/host.toml 2>/tmp/s9.err; then
+    fail sim-config "exit $?: $(cat /tmp/s9.err)"
+  else
+    # Node 1's HMAT read latency, as the VM was given it (the second field of HMAT's node 1).
+    lat=$(echo "$HMAT" | tr ' ' '\n' | awk -F: '$1 == 1 { print $3 }')
+    n1=$(awk '/^id = 1$/ { f = 1 } f && /^read_latency/ { print; exit }' /cfg/host.toml)
+    if ! echo "$n1" | grep -q "\"${lat}ns\""; then
+      fail sim-config "node 1 read_latency line '$n1', HMAT says ${lat}ns"
+    elif grep -q 'no HMAT figure' /cfg/host.toml; then
+      fail sim-config "a node without HMAT figures: $(grep -c 'no HMAT' /cfg/host.toml) lines"
+    elif ! tiermem sim /cfg/host.toml --duration 0.2 --out /tmp/s9sim >/tmp/s9sim.log 2>&1; then
+      fail sim-config "tiermem sim of it: $(tail -2 /tmp/s9sim.log)"
+    else
+      pass sim-config
+    fi
+  fi
+  out=$(tiermem exec --cpunodebind 0 --physcpubind 0 --preferred 1 -- sh -c 'grep Cpus_allowed_list /proc/self/status; grep -c prefer:1 /proc/self/numa_maps' 2>&1)
+  show=$(tiermem exec --membind 1 -- tiermem exec --show 2>&1)
+  if ! echo "$out" | grep -q 'Cpus_allowed_list:[[:space:]]*0$'; then
+    fail exec-numactl "affinity: $out"
+  elif [ "$(echo "$out" | tail -1)" -lt 1 ]; then
+    fail exec-numactl "no mapping with prefer:1: $out"
+  elif ! echo "$show" | grep -q '^policy: bind' || ! echo "$show" | grep -q '^membind: 1$'; then
+    fail exec-numactl "--show under --membind 1: $show"
+  elif tiermem exec --cpunodebind 1 -- true 2>/dev/null; then
+    fail exec-numactl "--cpunodebind of a CPU-less node was accepted"
+  else
+    pass exec-numactl
+  fi
+}
+
 ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
 if [ -n "$ONLY" ]; then
   for s in $(echo "$ONLY" | tr ',' ' '); do $s; done
@@ -439,6 +472,7 @@ else
     s7
     s8
   fi
+  s9
   s6
 fi
 echo "ALL-DONE pass=$PASS fail=$FAIL"

@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod numastat;
 pub mod plan;
 pub mod signals;
+pub mod sim_config;
 pub mod state;
 pub mod sys;
 pub mod weights;

@@ -11,8 +11,12 @@ use tiermem_agent::Error;
 #[derive(Args)]
 pub struct TopologyArgs {
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sim_config")]
     json: bool,
+    /// Print this host as a simulator config (nodes, capacities, distances, HMAT figures,
+    /// the kernel's settings; assumptions marked `# default`), ready for `tiermem sim`.
+    #[arg(long)]
+    sim_config: bool,
     /// Read /proc and /sys under this directory instead of / (testing).
     #[arg(long, default_value = "/", hide = true)]
     root: PathBuf,
@@ -111,6 +115,10 @@ fn input(key: &str, msg: String) -> Error {
 )]
 pub fn cmd_topology(a: TopologyArgs) -> Result<(), Error> {
     let h = tiermem_agent::host::read_host(&HostFs::new(a.root))?;
+    if a.sim_config {
+        print!("{}", tiermem_agent::sim_config::sim_config(&h)?);
+        return Ok(());
+    }
     if a.json {
         println!(
             "{}",
