@@ -330,3 +330,21 @@ fn a_reader_that_stops_early_does_not_make_a_command_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_ne!(o.status.code(), Some(101), "{err}");
 }
+
+#[test]
+fn a_preset_shows_its_tiers_demotion_targets_and_zonelists_and_stays_a_valid_file() {
+    let o = Command::new(bin())
+        .args(["presets", "dram-pmem-2s"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("node 0: adistance 576, memory_tier4, top tier; demotion to 2 (allowed: 2 3); zonelist 0 2 1 3"),
+        "{text}"
+    );
+    assert!(text.contains("node 2: adistance 5317, memory_tier41; demotion to none"));
+    // The comments keep it a machine table the simulator reads.
+    let m: toml::Value = toml::from_str(&text).unwrap();
+    assert_eq!(m["name"].as_str(), Some("dram-pmem-2s"));
+}
