@@ -874,10 +874,6 @@ fn cmd_bench(
     Ok(())
 }
 
-#[allow(
-    clippy::expect_used,
-    reason = "the names come from the built-in presets"
-)]
 /// What the simulator computes from a machine, as TOML comments (the preset stays a valid
 /// file): each node's abstract distance and tier (`mm/memory-tiers.c`), its demotion
 /// targets (`node_demotion[].preferred`, and the lower-tier mask any lower node may take)
@@ -914,6 +910,10 @@ fn describe_topology(t: &tiermem_core::topology::Topology) -> String {
     o
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the names come from the built-in presets"
+)]
 fn cmd_presets(name: Option<String>) -> Result<(), Failure> {
     match name {
         None => {
