@@ -600,7 +600,6 @@ fn all_of(mut problems: Vec<ConfigError>) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
     use tiermem_core::damon::{DamosAction, WmarkMetric};
-    use tiermem_core::units::PAGE_SIZE;
 
     fn parse(s: &str) -> Result<AgentConfig, ConfigError> {
         AgentConfig::from_toml_str(s, "t.toml")
