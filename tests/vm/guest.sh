@@ -457,6 +457,28 @@ s9() {
   else
     pass exec-numactl
   fi
+  # migratepages: hotcold's cold region (8 MiB, 2048 pages on node 0) moves to node 1.
+  hotcold 4 8 1 0 30 >/tmp/mg.log 2>&1 &
+  mg=$!
+  if ! wait_for 100 'grep -q hotcold /tmp/mg.log'; then
+    fail migrate "hotcold did not start"
+  elif ! tiermem migrate $mg --from 0 --to 1 >/tmp/mg.out 2>&1; then
+    fail migrate "exit $?: $(cat /tmp/mg.out)"
+  else
+    n=$(wc -l </tmp/mg.log)
+    wait_for 50 '[ $(wc -l </tmp/mg.log) -gt $((n + 1)) ]'
+    c1=$(tail -1 /tmp/mg.log | sed -n 's/.*cold_node1=\([0-9]*\).*/\1/p')
+    if [ "${c1:-0}" -lt 2000 ]; then
+      fail migrate "cold pages on node 1 after migrate: ${c1:-?} of 2048 ($(tail -1 /tmp/mg.log); $(cat /tmp/mg.out))"
+    elif tiermem migrate 999999 --from 0 --to 1 2>/dev/null; then
+      fail migrate "an unknown pid was accepted"
+    else
+      info "migrate: $(tr '\n' ' ' </tmp/mg.out)"
+      pass migrate
+    fi
+  fi
+  kill $mg 2>/dev/null
+  wait $mg 2>/dev/null
 }
 
 ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
