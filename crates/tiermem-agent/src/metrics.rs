@@ -466,4 +466,93 @@ mod tests {
             "{s}"
         );
     }
+
+    /// Every query of `deploy/grafana-dashboard.json` names a family the agent exports,
+    /// and every label it selects on or shows in a legend is one of that family's labels.
+    #[test]
+    fn the_dashboard_queries_what_the_agent_exports() {
+        let t = crate::host::fake_two_node();
+        let c = ControllerStats::default();
+        let schemes = vec![(
+            "reclaim".to_string(),
+            0usize,
+            crate::damon::SchemeStats::default(),
+        )];
+        let text = render(
+            &t.fs(),
+            &MetricsInput {
+                controller: Some(&c),
+                targets: 1,
+                schemes: &schemes,
+                cgroup_reclaimed_bytes: 0,
+                ticks: 1,
+            },
+        );
+        // family -> the label names of its samples
+        let mut labels: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+            Default::default();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let set = labels.entry(name).or_default();
+            if let Some(rest) = line.split_once('{').map(|x| x.1) {
+                for kv in rest.split('}').next().unwrap_or("").split(',') {
+                    if let Some((k, _)) = kv.split_once('=') {
+                        set.insert(k.to_string());
+                    }
+                }
+            }
+        }
+        let dash: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../deploy/grafana-dashboard.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let mut checked = 0;
+        for panel in dash["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().unwrap() {
+                let expr = target["expr"].as_str().unwrap();
+                let legend = target["legendFormat"].as_str().unwrap_or("");
+                let metrics: Vec<&str> = expr
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| w.starts_with("tiermem_"))
+                    .collect();
+                assert_eq!(metrics.len(), 1, "one family per query: {expr}");
+                let m = metrics[0];
+                let have = labels
+                    .get(m)
+                    .unwrap_or_else(|| panic!("{m} (in {expr:?}) is not exported:\n{text}"));
+                // Labels selected on ({k="v"} / {k=~"v"}) and shown ({{k}}).
+                let selected = expr
+                    .split('{')
+                    .skip(1)
+                    .flat_map(|x| x.split('}').next().unwrap_or("").split(','))
+                    .filter_map(|kv| kv.split(['=', '!']).next())
+                    .map(str::trim)
+                    .filter(|k| !k.is_empty())
+                    .map(String::from);
+                let shown = legend
+                    .split("{{")
+                    .skip(1)
+                    .filter_map(|x| x.split("}}").next())
+                    .map(String::from);
+                for l in selected.chain(shown) {
+                    assert!(
+                        have.contains(&l),
+                        "{m} has no label {l:?} (labels {have:?})"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "{checked} queries");
+    }
 }
