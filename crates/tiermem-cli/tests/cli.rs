@@ -348,3 +348,48 @@ fn a_preset_shows_its_tiers_demotion_targets_and_zonelists_and_stays_a_valid_fil
     let m: toml::Value = toml::from_str(&text).unwrap();
     assert_eq!(m["name"].as_str(), Some("dram-pmem-2s"));
 }
+
+/// deploy/install.sh, followed as its header says (staged with DESTDIR): everything the
+/// unit and the docs point to is installed, and the installed config is a valid agent config.
+#[test]
+fn the_install_steps_install_what_the_unit_needs() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dest = tempfile::tempdir().unwrap();
+    let o = Command::new("sh")
+        .arg("deploy/install.sh")
+        .arg(bin())
+        .env("DESTDIR", dest.path())
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let unit =
+        std::fs::read_to_string(dest.path().join("etc/systemd/system/tiermem-agent.service"))
+            .unwrap();
+    // Every absolute path the unit names (binary, config, documentation) was installed.
+    for word in unit.split(|c: char| c.is_whitespace() || c == '=') {
+        let path = word.trim_start_matches("-").trim_start_matches("file://");
+        if path.starts_with("/usr/") || path.starts_with("/etc/") {
+            assert!(
+                dest.path().join(&path[1..]).exists(),
+                "the unit names {path}, which install.sh does not install"
+            );
+        }
+    }
+    let cfg = std::fs::read_to_string(dest.path().join("etc/tiermem/agent.toml")).unwrap();
+    tiermem_agent::config::AgentConfig::from_toml_str(&cfg, "agent.toml").unwrap();
+    // A second run keeps an edited config.
+    std::fs::write(dest.path().join("etc/tiermem/agent.toml"), "# mine\n").unwrap();
+    let o = Command::new("sh")
+        .arg("deploy/install.sh")
+        .arg(bin())
+        .env("DESTDIR", dest.path())
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        std::fs::read_to_string(dest.path().join("etc/tiermem/agent.toml")).unwrap(),
+        "# mine\n"
+    );
+}
