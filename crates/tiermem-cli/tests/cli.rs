@@ -393,3 +393,47 @@ fn the_install_steps_install_what_the_unit_needs() {
         "# mine\n"
     );
 }
+
+/// deploy/kubernetes/tiermem-agent.yaml: its ConfigMap holds a valid agent config whose
+/// state file lives on the host mount, the init container restores with the same config
+/// before the agent starts, and the pod has what the agent needs (privileged, host PIDs).
+#[test]
+fn the_daemonset_restores_first_and_keeps_its_state_on_the_host() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes/tiermem-agent.yaml"),
+    )
+    .unwrap();
+    // The ConfigMap's agent.toml: the indented block after `agent.toml: |`.
+    let start = text.find("agent.toml: |\n").unwrap() + "agent.toml: |\n".len();
+    let cfg: String = text[start..]
+        .lines()
+        .take_while(|l| l.starts_with("    ") || l.is_empty())
+        .map(|l| format!("{}\n", l.trim_start()))
+        .collect();
+    let c =
+        tiermem_agent::config::AgentConfig::from_toml_str(&cfg, "configmap agent.toml").unwrap();
+    let state_dir = c.state_file.parent().unwrap().to_str().unwrap().to_string();
+    assert!(
+        text.contains(&format!("mountPath: {state_dir} ")),
+        "the state file's directory {state_dir} must be a host mount"
+    );
+    assert!(
+        text.contains(&format!("path: {state_dir},")),
+        "a hostPath volume at {state_dir}"
+    );
+    let init = text.find("initContainers:").unwrap();
+    let main = text.find("\n      containers:").unwrap();
+    assert!(init < main);
+    let restore = &text[init..main];
+    assert!(restore.contains("\"agent\", \"--config\", \"/etc/tiermem/agent.toml\", \"--restore\""));
+    assert!(text[main..].contains("\"agent\", \"--config\", \"/etc/tiermem/agent.toml\""));
+    assert!(text.contains("mountPath: /etc/tiermem,"));
+    for needed in [
+        "hostPID: true",
+        "privileged: true",
+        "mountPath: /sys }",
+        "mountPath: /sys/kernel/debug }",
+    ] {
+        assert!(text.contains(needed), "missing {needed}");
+    }
+}
