@@ -31,6 +31,7 @@ pub mod allow;
 pub mod config;
 pub mod controller;
 pub mod damon;
+pub mod damon_status;
 pub mod exec;
 pub mod fs;
 pub mod host;

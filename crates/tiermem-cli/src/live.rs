@@ -32,6 +32,54 @@ pub struct NumastatArgs {
     root: PathBuf,
 }
 
+#[derive(clap::Subcommand)]
+pub enum DamonCmd {
+    /// Every kdamond as the kernel has it (whoever started it): state, pid, each context's
+    /// operations, intervals, region bounds and targets, each scheme's action and
+    /// statistics; with --regions the regions each scheme last tried (`damo show`).
+    /// Read-only unless --update.
+    Status(DamonStatusArgs),
+}
+
+#[derive(Args)]
+pub struct DamonStatusArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also list the regions each scheme last tried, with nr_accesses and age.
+    #[arg(long)]
+    regions: bool,
+    /// Ask each running kdamond to refresh its statistics (and tried regions) first: writes
+    /// `update_schemes_stats` (and `update_schemes_tried_regions`) to its `state` file.
+    #[arg(long)]
+    update: bool,
+    /// Read /sys under this directory instead of / (testing).
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
+}
+
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own types to JSON cannot fail"
+)]
+pub fn cmd_damon(cmd: DamonCmd) -> Result<(), Error> {
+    match cmd {
+        DamonCmd::Status(a) => {
+            let fs = HostFs::new(a.root);
+            let s = tiermem_agent::damon_status::read(&fs, a.update, a.regions)?;
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&s).expect("serialisable")
+                );
+            } else {
+                print!("{}", tiermem_agent::damon_status::render(&s));
+            }
+            Ok(())
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct MigrateArgs {
     /// The process.

@@ -161,6 +161,11 @@ enum Cmd {
     /// Per-node allocation counters, or one process's memory per node (`-p PID`), as
     /// numactl's numastat prints them.
     Numastat(live::NumastatArgs),
+    /// DAMON on this host: every kdamond, its contexts, schemes and statistics.
+    Damon {
+        #[command(subcommand)]
+        cmd: live::DamonCmd,
+    },
     /// Move a process's pages from some nodes to others (`migrate_pages(2)`, as
     /// migratepages(8)).
     Migrate(live::MigrateArgs),
@@ -301,6 +306,7 @@ fn main() -> ExitCode {
         Cmd::Trace { cmd } => trace_cmd::run(cmd),
         Cmd::Topology(a) => live::cmd_topology(a).map_err(live_failure),
         Cmd::Numastat(a) => live::cmd_numastat(a).map_err(live_failure),
+        Cmd::Damon { cmd } => live::cmd_damon(cmd).map_err(live_failure),
         Cmd::Migrate(a) => live::cmd_migrate(a).map_err(live_failure),
         Cmd::Agent(a) => live::cmd_agent(a).map_err(live_failure),
         Cmd::Exec(a) => live::cmd_exec(a).map_err(live_failure),

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 /// `tried_regions/<N>/` in sysfs, or the simulated context's region list): its address
 /// range, how many of the window's samples saw it accessed, and for how many windows its
 /// access level has stayed similar.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Region {
     pub start: u64,
     pub end: u64,
