@@ -256,6 +256,17 @@ EOF
     fi
     snapshot >/tmp/during
     changed=$(diff /tmp/before /tmp/during | grep -c '^+/')
+    if [ $how = TERM ]; then
+      # damon status on the agent's running kdamond (paddr, one stat scheme), refreshed.
+      tiermem damon status --update --regions >/tmp/ds.out 2>&1
+      if ! grep -q '^kdamond 0: on (pid [0-9]*)' /tmp/ds.out || ! grep -q 'context 0: paddr' /tmp/ds.out \
+        || ! grep -q 'scheme 0: stat: tried' /tmp/ds.out || ! grep -q 'nr_accesses [0-9]*, age' /tmp/ds.out; then
+        fail damon-status "$(head -5 /tmp/ds.out | tr '\n' ' ')"
+      else
+        info "damon-status: $(grep -c nr_accesses /tmp/ds.out) tried regions; $(grep 'scheme 0' /tmp/ds.out)"
+        pass damon-status
+      fi
+    fi
     kill -$how $agent
     wait $agent
     rc=$?
