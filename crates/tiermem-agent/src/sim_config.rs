@@ -6,8 +6,9 @@
 //! bandwidth) and the kernel's NUMA-balancing, demotion and watermark settings. What the
 //! kernel does not report is filled with the simulator's documented defaults and marked
 //! `# default` in the file: the kind of memory (DRAM for nodes with CPUs, CXL without),
-//! and latency and bandwidth where there is no HMAT. The workload is a placeholder
-//! (pmbench over a quarter of the first node) to replace with your own.
+//! and latency and bandwidth where there is no HMAT. The workload is a default one
+//! (pmbench, uniform over a quarter of the first node) so that the file runs as printed;
+//! replace it with your own.
 
 use crate::host::{HostNode, HostTopology};
 use crate::Error;
@@ -33,7 +34,7 @@ pub fn sim_config(h: &HostTopology) -> Result<String, Error> {
     );
     let _ = writeln!(
         o,
-        "# Replace the [[workloads]] placeholder with your workload, then: tiermem sim FILE --out DIR\n"
+        "# The [[workloads]] table is a default (pmbench): replace it with yours, then: tiermem sim FILE --out DIR\n"
     );
     o.push_str("duration = \"10s\"\n\n");
     write_kernel(&mut o, h);
@@ -42,7 +43,7 @@ pub fn sim_config(h: &HostTopology) -> Result<String, Error> {
     let _ = writeln!(
         o,
         "\n{}\ntype = \"pmbench\"\nmapsize = \"{}MiB\"\npattern = \"uniform\"",
-        commented("[[workloads]]", "placeholder"),
+        commented("[[workloads]]", "default workload: replace with yours"),
         (first / 4).max(1)
     );
     Ok(o)

@@ -1003,32 +1003,7 @@ impl SimConfig {
             return Err(ConfigError::invalid("interval", "must be at least 10ms"));
         }
         t.check()?;
-        for (key, empty) in [
-            ("tiering.targets.pids", t.targets.pids.is_empty()),
-            ("tiering.targets.cgroups", t.targets.cgroups.is_empty()),
-        ] {
-            if !empty {
-                return Err(ConfigError::invalid(
-                    key,
-                    "a simulation has no host processes: select workloads by `names` (a synthetic workload's name, else its type and index, e.g. \"pmbench0\")",
-                ));
-            }
-        }
-        if let Some(p) = t.targets.names.iter().find(|p| {
-            !(0..self.workloads.len())
-                .any(|i| crate::controllers::glob_match(p, &self.workload_target_name(i)))
-        }) {
-            let names: Vec<String> = (0..self.workloads.len())
-                .map(|i| self.workload_target_name(i))
-                .collect();
-            return Err(ConfigError::invalid(
-                "tiering.targets.names",
-                format!(
-                    "{p:?} matches no workload (workloads: {})",
-                    names.join(", ")
-                ),
-            ));
-        }
+        self.check_selector(&t.targets, "tiering.targets")?;
         for (key, list) in [
             ("tiering.fast_nodes", &t.fast_nodes),
             ("tiering.slow_nodes", &t.slow_nodes),

@@ -146,6 +146,22 @@ pub struct ControllerStats {
     pub monitored_bytes: u64,
 }
 
+impl ControllerStats {
+    /// A statistic by its timeline name (`tiermem_core::timeline::TIERING_STATS`).
+    pub fn get(&self, stat: &str) -> Option<u64> {
+        Some(match stat {
+            "candidate_bytes" => self.candidate_bytes,
+            "promoted_bytes" => self.promoted_bytes,
+            "promote_failed_bytes" => self.promote_failed_bytes,
+            "rate_limited_bytes" => self.rate_limited_bytes,
+            "headroom_skipped_bytes" => self.headroom_skipped_bytes,
+            "demoted_bytes" => self.demoted_bytes,
+            "threshold_permil" => self.threshold_permil,
+            _ => return None,
+        })
+    }
+}
+
 pub struct Controller {
     pub p: ControllerParams,
     pub stats: ControllerStats,

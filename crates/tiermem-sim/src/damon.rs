@@ -151,12 +151,7 @@ enum Page {
 impl SimOps<'_> {
     fn vaddr_pte(&self, target: usize, addr: u64) -> Option<(u16, u32)> {
         let p = *self.procs.get(target)?;
-        let proc_ = &self.kernel.procs[p as usize];
-        let v = proc_
-            .vmas
-            .iter()
-            .find(|v| addr >= v.start && addr < v.start + v.pages as u64 * PAGE_SIZE)?;
-        Some((p, v.pte_base + ((addr - v.start) / PAGE_SIZE) as u32))
+        self.kernel.pte_index(p, addr).map(|idx| (p, idx))
     }
 
     fn page_at(&self, target: usize, addr: u64) -> Page {
@@ -366,9 +361,7 @@ impl SimOps<'_> {
             self.kernel.vmstat.inc(n, Vm::PgmigrateFail);
             return None;
         };
-        let active = self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon);
-        self.kernel.nodes[n].lru_del(pfn);
-        self.kernel.migrate_frame(n, pfn, (dst, zone), active);
+        self.kernel.isolate_and_migrate(n, pfn, (dst, zone));
         Some(self.kernel.cfg.costs.migrate_page)
     }
 

@@ -1072,6 +1072,14 @@ impl Kernel {
         (demoted, cost)
     }
 
+    /// Isolate a mapped frame from its LRU list and migrate it to `dst` ([`Self::migrate_frame`]),
+    /// keeping it active if it was. Returns the new frame.
+    pub(crate) fn isolate_and_migrate(&mut self, src: usize, pfn: u32, dst: (usize, usize)) -> u32 {
+        let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
+        self.nodes[src].lru_del(pfn);
+        self.migrate_frame(src, pfn, dst, active)
+    }
+
     /// Move one isolated (off-LRU) page from node `src` to node `dst` (`migrate_pages` for
     /// one folio): allocate on `dst` (the caller checked the watermark), copy, remap the PTE
     /// (keeping its accessed/dirty bits), put the new frame on `dst`'s LRU (inactive unless

@@ -280,9 +280,7 @@ impl Kernel {
                 });
             match dst {
                 Some(d) if d.0 != src => {
-                    let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
-                    self.nodes[src].lru_del(pfn);
-                    self.migrate_frame(src, pfn, d, active);
+                    self.isolate_and_migrate(src, pfn, d);
                     out.moved += 1;
                     out.cost += self.cfg.costs.migrate_page;
                 }

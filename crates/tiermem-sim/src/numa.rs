@@ -483,9 +483,7 @@ impl Kernel {
         pfn: u32,
         (dst, zone): (usize, usize),
     ) -> SimDuration {
-        let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
-        self.nodes[src].lru_del(pfn);
-        let new_pfn = self.migrate_frame(src, pfn, (dst, zone), active);
+        let new_pfn = self.isolate_and_migrate(src, pfn, (dst, zone));
         let tiering = self.numa_mode() & NUMA_BALANCING_MEMORY_TIERING != 0;
         let (src_top, dst_top) = (
             self.topo.is_toptier(NodeId(src as u8)),

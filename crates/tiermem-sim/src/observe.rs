@@ -76,7 +76,7 @@ impl ExtraColumns {
                     n.zones.iter().find(|z| z.idx == zone).map_or(0, |z| z.free)
                 }),
                 ExtraColumn::Pagesets { node } => kernel.nodes.get(node).map_or(0, |n| n.pagesets),
-                ExtraColumn::Tiering(stat) => tiering.map_or(0, |t| tiering_stat(t, stat)),
+                ExtraColumn::Tiering(stat) => tiering.and_then(|t| t.get(stat)).unwrap_or(0),
                 ExtraColumn::DamonReclaim(stat) => reclaim
                     .and_then(|k| k.ctx.schemes.first())
                     .map_or(0, |s| crate::damon::reclaim_module_stat(&s.stat, stat)),
@@ -87,20 +87,6 @@ impl ExtraColumns {
                 } => context_scheme_stat(kdamonds, context, scheme, stat),
             })
             .collect()
-    }
-}
-
-/// A tiering controller statistic by its [`tiermem_core::timeline::TIERING_STATS`] name.
-fn tiering_stat(t: &tiermem_policy::tiering::ControllerStats, stat: &str) -> u64 {
-    match stat {
-        "candidate_bytes" => t.candidate_bytes,
-        "promoted_bytes" => t.promoted_bytes,
-        "promote_failed_bytes" => t.promote_failed_bytes,
-        "rate_limited_bytes" => t.rate_limited_bytes,
-        "headroom_skipped_bytes" => t.headroom_skipped_bytes,
-        "demoted_bytes" => t.demoted_bytes,
-        "threshold_permil" => t.threshold_permil,
-        _ => 0,
     }
 }
 

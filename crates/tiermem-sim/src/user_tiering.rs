@@ -57,8 +57,8 @@ impl Kernel {
             .collect()
     }
 
-    /// The page-table index of address `addr` of process `p`.
-    fn pte_index(&self, p: u16, addr: u64) -> Option<u32> {
+    /// The page-table index of address `addr` of process `p` (the VMA holding it).
+    pub(crate) fn pte_index(&self, p: u16, addr: u64) -> Option<u32> {
         self.procs[p as usize]
             .vmas
             .iter()
@@ -74,9 +74,7 @@ impl Kernel {
             self.vmstat.inc(src, crate::vmstat::Vm::PgmigrateFail);
             return -ENOMEM;
         };
-        let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
-        self.nodes[src].lru_del(pfn);
-        self.migrate_frame(src, pfn, (dst, zone), active);
+        self.isolate_and_migrate(src, pfn, (dst, zone));
         dst as i32
     }
 }

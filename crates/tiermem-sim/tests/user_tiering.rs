@@ -144,3 +144,11 @@ attrs = { sample_us = 5000, aggr_us = 100000, min_nr_regions = 10, max_nr_region
     .unwrap_err();
     assert!(e.to_string().contains("reclaim.cgroups"), "{e}");
 }
+
+#[test]
+fn every_tiering_column_is_a_controller_statistic() {
+    let s = tiermem_policy::tiering::ControllerStats::default();
+    for name in tiermem_core::timeline::TIERING_STATS {
+        assert!(s.get(name).is_some(), "{name}");
+    }
+}
