@@ -116,10 +116,16 @@ run_vm() {
   if ! grep -q '^ALL-DONE' "$out"; then
     echo "error: the $nodes-node VM did not finish (see $out)" >&2
     tail -30 "$out" >&2
+    echo "$nodes-node VM: did not finish within $TIMEOUT s (last scenario: $(grep -E '^(PASS|FAIL)' "$out" | tail -1))" >>"$SUMMARY"
     return 1
   fi
+  # One line per VM for the test's failure message: CI shows only the end of the output.
+  echo "$nodes-node VM: $(grep '^ALL-DONE' "$out" | tail -1)$(grep -E '^FAIL' "$out" | cut -c1-200 | sed 's/^/; /' | tr -d '\n')" >>"$SUMMARY"
   ! grep -q '^FAIL' "$out"
 }
+
+SUMMARY="$CACHE/summary.txt"
+: >"$SUMMARY"
 
 status=0
 for n in "${@:-2 3}"; do

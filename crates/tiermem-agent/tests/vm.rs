@@ -12,8 +12,12 @@ fn vm_scenarios_two_and_three_nodes() {
         .arg(script)
         .status()
         .expect("run tests/vm/run.sh");
+    // run.sh writes one line per VM (failed scenarios, or how far a VM got) into the cache.
+    let cache = std::env::var("TIERMEM_VM_CACHE")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/vm").into());
+    let summary = std::fs::read_to_string(format!("{cache}/summary.txt")).unwrap_or_default();
     assert!(
         status.success(),
-        "VM scenarios failed (logs in target/vm/guest-*.log)"
+        "VM scenarios failed (logs in target/vm/guest-*.log):\n{summary}"
     );
 }
