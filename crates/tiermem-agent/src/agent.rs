@@ -45,6 +45,7 @@ pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, us
                 ops: d.ops,
                 attrs: d.attrs.clone(),
                 pids,
+                regions: d.regions.clone(),
                 schemes: d.schemes.clone(),
             });
         }
@@ -57,6 +58,7 @@ pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, us
                 ops: OpsKind::Vaddr,
                 attrs: p.attrs.clone(),
                 pids,
+                regions: Vec::new(),
                 schemes: vec![p.scheme()],
             });
         }
@@ -80,6 +82,7 @@ pub fn layout(cfg: &AgentConfig, fs: &HostFs) -> (Vec<KdamondSpec>, Vec<(i32, us
                 ops: OpsKind::Vaddr,
                 attrs: t.attrs.clone(),
                 pids: vec![pid],
+                regions: Vec::new(),
                 schemes: vec![stat_all()],
             });
         }

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 pub use tiermem_core::controllers::{
     glob_match, CgroupReclaim, ProcessReclaim, ReclaimConfig, TargetSelector, TieringConfig,
 };
-use tiermem_core::damon::{MonitoringAttrs, OpsKind, SchemeConfig};
+use tiermem_core::damon::{AddrRange, MonitoringAttrs, OpsKind, SchemeConfig};
 use tiermem_core::units::{Bytes, SimDuration};
 use tiermem_core::ConfigError;
 
@@ -153,13 +153,17 @@ pub struct KsmConfig {
     pub smart_scan: Option<u8>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DamonConfig {
     pub ops: OpsKind,
     /// Required for `vaddr`, refused for `paddr`.
     #[serde(default)]
     pub targets: TargetSelector,
+    /// `paddr` only: the physical ranges `[start, end)` to monitor, in bytes. Default: the
+    /// biggest `System RAM` resource of `/proc/iomem` (DAMON_RECLAIM's default).
+    #[serde(default)]
+    pub regions: Vec<AddrRange>,
     /// `tiermem-core`'s monitoring attributes (`damon_new_ctx` defaults), as the
     /// simulator's `[kernel.damon.contexts.attrs]`.
     #[serde(default)]
@@ -404,8 +408,15 @@ impl AgentConfig {
                         "paddr monitors physical memory: no targets",
                     ))
                 }
+                OpsKind::Vaddr if !d.regions.is_empty() => {
+                    return Err(bad(
+                        "damon.regions",
+                        "vaddr takes its regions from the targets' mappings: regions are for paddr",
+                    ))
+                }
                 _ => {}
             }
+            check_regions(&d.regions, "damon.regions")?;
             if d.schemes.is_empty() {
                 return Err(bad(
                     "damon.schemes",
@@ -556,6 +567,32 @@ pub mod limits {
     pub const MAX_RECLAIM_CGROUPS: usize = 256;
 }
 
+/// Monitoring regions: each non-empty, in order, not overlapping (`damon_set_regions` refuses
+/// anything else with -EINVAL).
+fn check_regions(regions: &[AddrRange], key: &str) -> Result<(), ConfigError> {
+    for (i, r) in regions.iter().enumerate() {
+        if r.start >= r.end {
+            return Err(bad(
+                format!("{key}[{i}]"),
+                format!("start {:#x} is not below end {:#x}", r.start, r.end),
+            ));
+        }
+        if i > 0 && regions[i - 1].end > r.start {
+            return Err(bad(
+                format!("{key}[{i}]"),
+                "regions must be sorted and must not overlap",
+            ));
+        }
+    }
+    if regions.len() > limits::MAX_NR_REGIONS as usize {
+        return Err(bad(
+            key,
+            format!("at most {} regions", limits::MAX_NR_REGIONS),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_attrs(a: &MonitoringAttrs, key: &str) -> Result<(), ConfigError> {
     if u64::from(a.max_nr_regions) > limits::MAX_NR_REGIONS {
         return Err(ConfigError::invalid(
@@ -653,6 +690,31 @@ mod tests {
             e.message
         );
         assert!(e.message.contains("key `ksm.run`"), "{}", e.message);
+    }
+
+    #[test]
+    fn damon_regions_are_for_paddr_and_must_be_ordered() {
+        let stat = "[[damon.schemes]]\naction = \"stat\"\n";
+        let e = parse(&format!(
+            "[damon]\nops = \"vaddr\"\ntargets = {{ pids = [1] }}\nregions = [{{ start = 0, end = 4096 }}]\n{stat}"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "damon.regions");
+        let e = parse(&format!(
+            "[damon]\nops = \"paddr\"\nregions = [{{ start = 8192, end = 12288 }}, {{ start = 0, end = 8193 }}]\n{stat}"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "damon.regions[1]");
+        let e = parse(&format!(
+            "[damon]\nops = \"paddr\"\nregions = [{{ start = 4096, end = 4096 }}]\n{stat}"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "damon.regions[0]");
+        let c = parse(&format!(
+            "[damon]\nops = \"paddr\"\nregions = [{{ start = 0, end = 4096 }}, {{ start = 8192, end = 12288 }}]\n{stat}"
+        ))
+        .unwrap();
+        assert_eq!(c.damon.unwrap().regions.len(), 2);
     }
 
     #[test]

@@ -18,7 +18,9 @@
 use crate::fs::HostFs;
 use crate::Error;
 use serde::Serialize;
-use tiermem_core::damon::{DamosAction, FilterType, MonitoringAttrs, OpsKind, SchemeConfig};
+use tiermem_core::damon::{
+    AddrRange, DamosAction, FilterType, MonitoringAttrs, OpsKind, SchemeConfig,
+};
 use tiermem_core::ConfigError;
 
 pub const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
@@ -353,6 +355,8 @@ pub struct KdamondSpec {
     pub ops: OpsKind,
     pub attrs: MonitoringAttrs,
     pub pids: Vec<i32>,
+    /// paddr: the physical ranges to monitor; empty = the biggest System RAM resource.
+    pub regions: Vec<AddrRange>,
     pub schemes: Vec<SchemeConfig>,
 }
 
@@ -418,18 +422,27 @@ impl DamonSysfs {
             w.push((format!("{c}/targets/{i}/pid_target"), pid.to_string()));
         }
         if spec.ops == OpsKind::Paddr {
-            // paddr has no default regions through sysfs: monitor the biggest System RAM
-            // resource, DAMON_RECLAIM's default (`damon_set_region_biggest_system_ram_default`).
-            if let Some((start, end)) = self
-                .fs
-                .read_opt("/proc/iomem")
-                .ok()
-                .flatten()
-                .and_then(|t| biggest_system_ram(&t))
-            {
-                w.push((format!("{c}/targets/0/regions/nr_regions"), "1".into()));
-                w.push((format!("{c}/targets/0/regions/0/start"), start.to_string()));
-                w.push((format!("{c}/targets/0/regions/0/end"), end.to_string()));
+            // paddr has no default regions through sysfs: unless the config names ranges,
+            // monitor the biggest System RAM resource, DAMON_RECLAIM's default
+            // (`damon_set_region_biggest_system_ram_default`).
+            let regions = if spec.regions.is_empty() {
+                self.fs
+                    .read_opt("/proc/iomem")
+                    .ok()
+                    .flatten()
+                    .and_then(|t| biggest_system_ram(&t))
+                    .map(|(start, end)| vec![AddrRange { start, end }])
+                    .unwrap_or_default()
+            } else {
+                spec.regions.clone()
+            };
+            let r = format!("{c}/targets/0/regions");
+            if !regions.is_empty() {
+                w.push((format!("{r}/nr_regions"), regions.len().to_string()));
+            }
+            for (i, range) in regions.iter().enumerate() {
+                w.push((format!("{r}/{i}/start"), range.start.to_string()));
+                w.push((format!("{r}/{i}/end"), range.end.to_string()));
             }
         }
         w.push((
@@ -706,6 +719,7 @@ mod tests {
             ops: OpsKind::Vaddr,
             attrs: MonitoringAttrs::default(),
             pids: vec![42],
+            regions: Vec::new(),
             schemes: vec![stat_all()],
         }
     }
@@ -798,6 +812,7 @@ filters = [
             ops: OpsKind::Paddr,
             attrs: MonitoringAttrs::default(),
             pids: vec![],
+            regions: Vec::new(),
             schemes: a.clone(),
         };
         for (p, _) in d.spec_writes(0, &spec) {
@@ -817,6 +832,49 @@ filters = [
             "60000000",
             "damon_new_ctx's default"
         );
+    }
+
+    #[test]
+    fn paddr_regions_of_the_config_replace_the_system_ram_default() {
+        let t = FakeTree::new().file(
+            "/proc/iomem",
+            "00001000-0009ffff : System RAM\n00100000-7fffffff : System RAM\n",
+        );
+        let d = DamonSysfs::new(t.fs());
+        let mut spec = KdamondSpec {
+            purpose: "own".into(),
+            ops: OpsKind::Paddr,
+            attrs: MonitoringAttrs::default(),
+            pids: vec![],
+            regions: Vec::new(),
+            schemes: vec![stat_all()],
+        };
+        let r = format!("{KDAMONDS}/0/contexts/0/targets/0/regions");
+        let find = |w: &[(String, String)], k: &str| {
+            w.iter().find(|(p, _)| p == k).map(|(_, v)| v.clone())
+        };
+        let w = d.spec_writes(0, &spec);
+        assert_eq!(
+            find(&w, &format!("{r}/0/start")).as_deref(),
+            Some("1048576")
+        );
+        assert_eq!(
+            find(&w, &format!("{r}/0/end")).as_deref(),
+            Some("2147483648")
+        );
+        spec.regions = vec![
+            AddrRange {
+                start: 4096,
+                end: 8192,
+            },
+            AddrRange {
+                start: 1 << 20,
+                end: 2 << 20,
+            },
+        ];
+        let w = d.spec_writes(0, &spec);
+        assert_eq!(find(&w, &format!("{r}/nr_regions")).as_deref(), Some("2"));
+        assert_eq!(find(&w, &format!("{r}/1/end")).as_deref(), Some("2097152"));
     }
 
     #[test]

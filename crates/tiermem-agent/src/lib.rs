@@ -30,6 +30,7 @@ pub mod agent;
 pub mod allow;
 pub mod config;
 pub mod controller;
+pub mod damo_config;
 pub mod damon;
 pub mod damon_status;
 pub mod exec;

@@ -39,6 +39,30 @@ pub enum DamonCmd {
     /// statistics; with --regions the regions each scheme last tried (`damo show`).
     /// Read-only unless --update.
     Status(DamonStatusArgs),
+    /// Convert a damo JSON kdamond config (`damo args damon --format json`) into the agent's
+    /// `[damon]` table (TOML, on standard output).
+    Import(DamonImportArgs),
+    /// Write an agent config's `[damon]` table as a damo JSON kdamond config (for
+    /// `damo start FILE`), on standard output.
+    Export(DamonExportArgs),
+}
+
+#[derive(Args)]
+pub struct DamonImportArgs {
+    /// The damo JSON file (`{"kdamonds": [...]}`), or `-` for standard input.
+    file: PathBuf,
+    /// Which kdamond of the file, when it has several.
+    #[arg(long)]
+    kdamond: Option<usize>,
+    /// Which context of that kdamond, when it has several.
+    #[arg(long)]
+    context: Option<usize>,
+}
+
+#[derive(Args)]
+pub struct DamonExportArgs {
+    /// An agent config with a `[damon]` table.
+    config: PathBuf,
 }
 
 #[derive(Args)]
@@ -77,7 +101,52 @@ pub fn cmd_damon(cmd: DamonCmd) -> Result<(), Error> {
             }
             Ok(())
         }
+        DamonCmd::Import(a) => damon_import(&a),
+        DamonCmd::Export(a) => {
+            let cfg = AgentConfig::from_file(&a.config)?;
+            let name = a.config.display().to_string();
+            let d = cfg.damon.as_ref().ok_or_else(|| {
+                tiermem_core::ConfigError::invalid("damon", "the config has no [damon] table")
+                    .in_file(&name)
+            })?;
+            let doc = tiermem_agent::damo_config::export(d).map_err(|e| e.in_file(&name))?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&doc).expect("serialisable")
+            );
+            Ok(())
+        }
     }
+}
+
+/// `tiermem damon import`: damo's JSON to a `[damon]` table, checked as the agent checks it.
+fn damon_import(a: &DamonImportArgs) -> Result<(), Error> {
+    use std::io::Read;
+    let name = a.file.display().to_string();
+    let bad = |m: String| tiermem_core::ConfigError::whole_file(&name, m);
+    let mut text = String::new();
+    if name == "-" {
+        std::io::stdin().read_to_string(&mut text)
+    } else {
+        std::fs::File::open(&a.file).and_then(|mut f| f.read_to_string(&mut text))
+    }
+    .map_err(|e| bad(format!("cannot read: {e}")))?;
+    if name.ends_with(".yaml") || name.ends_with(".yml") {
+        return Err(bad(
+            "YAML is not read; write the config with `damo args damon --format json`".into(),
+        )
+        .into());
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let d = tiermem_agent::damo_config::import(&doc, a.kdamond, a.context)
+        .map_err(|e| e.in_file(&name))?;
+    let toml = tiermem_agent::damo_config::to_toml(&d);
+    // What the agent would refuse is refused here, not at deploy time.
+    AgentConfig::from_toml_str(&toml, &format!("{name} (as imported)"))?;
+    println!("# Imported from damo's kdamond config {name} by `tiermem damon import`.");
+    print!("{toml}");
+    Ok(())
 }
 
 #[derive(Args)]

@@ -190,6 +190,7 @@ pub fn specs(kdamonds: &[ConfiguredKdamond], pid: i32) -> Vec<KdamondSpec> {
             } else {
                 Vec::new()
             },
+            regions: Vec::new(),
             schemes: k.schemes.iter().map(|(_, s)| s.clone()).collect(),
         })
         .collect()
