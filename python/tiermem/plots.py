@@ -729,16 +729,18 @@ def _heatmap(out_dir: Path, spec: Mapping[str, Any]) -> Figure:
     from matplotlib.colors import LogNorm
 
     vmax = np.nanmax(shown) if np.isfinite(np.nanmax(shown)) else 1.0
+    # Trace heatmaps count accesses (>= 1); DAMON heatmaps are rates that can be below 1.
+    vmin = min(1.0, float(np.nanmin(shown))) if np.isfinite(np.nanmin(shown)) else 1.0
     image = ax.imshow(
         shown.T,
         origin="lower",
         aspect="auto",
         interpolation="nearest",
         extent=(t0 * scale, max(t1, t0 + 1) * scale, 0, mib),
-        norm=LogNorm(vmin=1, vmax=max(vmax, 1.0)),
+        norm=LogNorm(vmin=vmin, vmax=max(vmax, vmin)),
         cmap="viridis",
     )
-    fig.colorbar(image, ax=ax, label="accesses per cell")
+    fig.colorbar(image, ax=ax, label=hm.get("value_label", "accesses per cell"))
     # Boundaries of the concatenated address ranges.
     pos = 0.0
     for first, end in (hm.get("ranges") or [])[:-1]:

@@ -492,6 +492,42 @@ s9() {
   wait $mg 2>/dev/null
 }
 
+# ---- 10. damon record of a real process, then report heatmap / wss / access --------------
+s10() {
+  hotcold 16 64 1 0 40 >/tmp/rc.log 2>&1 &
+  local hc=$!
+  if ! wait_for 100 'grep -q hotcold /tmp/rc.log'; then
+    fail damon-record "hotcold did not start"; kill $hc 2>/dev/null; return
+  fi
+  if ! tiermem damon record --pid $hc --duration 4 --out /tmp/rec >/tmp/rec.out 2>&1; then
+    fail damon-record "$(tail -3 /tmp/rec.out | tr '\n' ' ')"
+  elif [ "$(cat /sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds)" != 0 ]; then
+    fail damon-record "nr_kdamonds was not set back to 0"
+  else
+    tiermem report heatmap /tmp/rec --time-bins 10 --addr-bins 60 >/tmp/hm.out 2>&1
+    tiermem report wss /tmp/rec --exclude-snapshots 3 >/tmp/wss.out 2>&1
+    tiermem report access /tmp/rec >/tmp/acc.out 2>&1
+    local snaps rows lit med
+    snaps=$(sed -n 's/^\([0-9]*\) snapshots.*/\1/p' /tmp/rec.out)
+    rows=$(grep -c '^|' /tmp/hm.out)
+    lit=$(grep '^|' /tmp/hm.out | grep -c '[.:=+*#%@-]')
+    # The median working set in MiB (hotcold writes 16 MiB in a loop; 64 MiB stay idle).
+    med=$(awk '$1 == 50 { v = $2; if ($3 == "GiB") v *= 1024; if ($3 == "KiB") v /= 1024; print int(v) }' /tmp/wss.out)
+    if [ "${snaps:-0}" -lt 10 ] || [ "$rows" != 10 ] || [ "$lit" -lt 5 ]; then
+      fail damon-record "snapshots ${snaps:-?}, heatmap rows $rows ($lit with accesses): $(head -3 /tmp/hm.out | tr '\n' ' ')"
+    elif [ "${med:-0}" -lt 8 ] || [ "${med:-0}" -gt 64 ]; then
+      fail damon-record "median working set ${med:-?} MiB, expected about 16: $(tr '\n' ' ' </tmp/wss.out)"
+    elif ! grep -q 'access rate' /tmp/acc.out; then
+      fail damon-record "report access: $(head -2 /tmp/acc.out | tr '\n' ' ')"
+    else
+      info "damon-record: $(grep -E 'snapshots|cost' /tmp/rec.out | tr '\n' ' ') median wss ${med} MiB"
+      pass damon-record
+    fi
+  fi
+  kill $hc 2>/dev/null
+  wait $hc 2>/dev/null
+}
+
 ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
 if [ -n "$ONLY" ]; then
   for s in $(echo "$ONLY" | tr ',' ' '); do $s; done
@@ -504,6 +540,7 @@ else
     s5
     s7
     s8
+    s10
   fi
   s9
   s6

@@ -32,6 +32,7 @@ pub mod config;
 pub mod controller;
 pub mod damo_config;
 pub mod damon;
+pub mod damon_record;
 pub mod damon_status;
 pub mod exec;
 pub mod fs;

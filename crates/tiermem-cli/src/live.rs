@@ -39,12 +39,54 @@ pub enum DamonCmd {
     /// statistics; with --regions the regions each scheme last tried (`damo show`).
     /// Read-only unless --update.
     Status(DamonStatusArgs),
+    /// `damo show`: the same as `status --regions` (every kdamond with the regions each
+    /// scheme last tried, their nr_accesses and age).
+    Show(DamonStatusArgs),
+    /// Record DAMON's regions of a process (--pid) or of physical memory (--paddr) at every
+    /// aggregation into DIR/damon.json (damo's record format) for `tiermem report`; prints
+    /// what the monitoring cost (the kdamond's CPU time).
+    Record(DamonRecordArgs),
     /// Convert a damo JSON kdamond config (`damo args damon --format json`) into the agent's
     /// `[damon]` table (TOML, on standard output).
     Import(DamonImportArgs),
     /// Write an agent config's `[damon]` table as a damo JSON kdamond config (for
     /// `damo start FILE`), on standard output.
     Export(DamonExportArgs),
+}
+
+#[derive(Args)]
+pub struct DamonRecordArgs {
+    /// The process to monitor (DAMON vaddr).
+    #[arg(long, conflicts_with = "paddr", required_unless_present = "paddr")]
+    pid: Option<i32>,
+    /// Monitor physical memory instead (DAMON paddr, the biggest System RAM range).
+    #[arg(long)]
+    paddr: bool,
+    /// How long, in seconds (the recording also ends when the process exits, or on SIGINT).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Output directory (damon.json, record.json; trace.tmt with --trace).
+    #[arg(long, default_value = "damon-record")]
+    out: PathBuf,
+    /// Sampling interval, µs (DAMON's default 5000).
+    #[arg(long, default_value_t = 5000)]
+    sample_us: u64,
+    /// Aggregation interval, µs (DAMON's default 100000).
+    #[arg(long, default_value_t = 100_000)]
+    aggr_us: u64,
+    /// Operations update interval, µs (how often vaddr re-reads the mappings).
+    #[arg(long, default_value_t = 1_000_000)]
+    update_us: u64,
+    #[arg(long, default_value_t = 10)]
+    min_nr_regions: u32,
+    #[arg(long, default_value_t = 1000)]
+    max_nr_regions: u32,
+    /// Also convert the record into a tiermem trace (trace.tmt) for `tiermem sim`.
+    #[arg(long)]
+    trace: bool,
+    /// Read and write /proc and /sys under this directory instead of / (testing).
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
 }
 
 #[derive(Args)]
@@ -87,10 +129,11 @@ pub struct DamonStatusArgs {
     reason = "serialising tiermem's own types to JSON cannot fail"
 )]
 pub fn cmd_damon(cmd: DamonCmd) -> Result<(), Error> {
+    let show = matches!(cmd, DamonCmd::Show(_));
     match cmd {
-        DamonCmd::Status(a) => {
+        DamonCmd::Status(a) | DamonCmd::Show(a) => {
             let fs = HostFs::new(a.root);
-            let s = tiermem_agent::damon_status::read(&fs, a.update, a.regions)?;
+            let s = tiermem_agent::damon_status::read(&fs, a.update, a.regions || show)?;
             if a.json {
                 println!(
                     "{}",
@@ -102,6 +145,7 @@ pub fn cmd_damon(cmd: DamonCmd) -> Result<(), Error> {
             Ok(())
         }
         DamonCmd::Import(a) => damon_import(&a),
+        DamonCmd::Record(a) => damon_record(&a),
         DamonCmd::Export(a) => {
             let cfg = AgentConfig::from_file(&a.config)?;
             let name = a.config.display().to_string();
@@ -117,6 +161,148 @@ pub fn cmd_damon(cmd: DamonCmd) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// `tiermem damon record`: the recording, its files and what it cost.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising tiermem's own types to JSON cannot fail"
+)]
+fn damon_record(a: &DamonRecordArgs) -> Result<(), Error> {
+    use tiermem_agent::damon_record::{record, RecordOptions};
+    if !(a.duration > 0.0 && a.duration <= 86_400.0) {
+        return Err(tiermem_core::ConfigError::invalid(
+            "--duration",
+            format!("{} s: give 0 < seconds <= 86400", a.duration),
+        )
+        .into());
+    }
+    let opts = RecordOptions {
+        pid: a.pid,
+        attrs: tiermem_core::damon::MonitoringAttrs {
+            sample_us: a.sample_us,
+            aggr_us: a.aggr_us,
+            update_us: a.update_us,
+            min_nr_regions: a.min_nr_regions,
+            max_nr_regions: a.max_nr_regions,
+            ..Default::default()
+        },
+        duration: std::time::Duration::from_secs_f64(a.duration),
+    };
+    // Snapshots in memory: at most one per aggregation, each of at most max_nr_regions.
+    let estimate = tiermem_core::damon_record::estimated_bytes(
+        (a.duration * 1e6 / a.aggr_us.max(1) as f64) as u64 + 1,
+        a.max_nr_regions.into(),
+    );
+    if estimate > 4 << 30 {
+        return Err(tiermem_core::ConfigError::invalid(
+            "--duration",
+            format!(
+                "the record would need up to {} MiB of memory: record less time, a longer --aggr-us or fewer --max-nr-regions",
+                estimate >> 20
+            ),
+        )
+        .into());
+    }
+    std::fs::create_dir_all(&a.out).map_err(|e| Error::io(&a.out, "create", e))?;
+    let fs = HostFs::new(&a.root);
+    let what = match a.pid {
+        Some(p) => format!("process {p}"),
+        None => "physical memory".into(),
+    };
+    eprintln!(
+        "recording DAMON's regions of {what} for {} s into {} ...",
+        a.duration,
+        a.out.display()
+    );
+    let mut last_report = std::time::Instant::now();
+    let r = record(&fs, &opts, &mut |n, t| {
+        if last_report.elapsed().as_secs_f64() >= 5.0 {
+            eprintln!("  {:.0} s: {n} snapshots", t.as_secs_f64());
+            last_report = std::time::Instant::now();
+        }
+    })?;
+    let json_path = a.out.join("damon.json");
+    let source = format!("tiermem damon record ({what})");
+    std::fs::write(
+        &json_path,
+        tiermem_core::damon_record::to_damo_json(std::slice::from_ref(&r.record), &source),
+    )
+    .map_err(|e| Error::io(&json_path, "write", e))?;
+    let wall = r.wall.as_secs_f64().max(1e-9);
+    let regions: usize = r.record.snapshots.iter().map(|s| s.regions.len()).sum();
+    let n = r.record.snapshots.len();
+    let meta = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "kernel": fs.read_opt("/proc/sys/kernel/osrelease").ok().flatten().map(|s| s.trim().to_string()),
+        "target": what,
+        "attrs": opts.attrs,
+        "wall_seconds": wall,
+        "snapshots": n,
+        "mean_regions": if n > 0 { regions as f64 / n as f64 } else { 0.0 },
+        "kdamond_cpu_seconds": r.kdamond_cpu_ns.map(|c| c as f64 / 1e9),
+        "recorder_cpu_seconds": r.recorder_cpu_ns.map(|c| c as f64 / 1e9),
+        "ended_early": r.ended_early,
+    });
+    let meta_path = a.out.join("record.json");
+    std::fs::write(
+        &meta_path,
+        serde_json::to_string_pretty(&meta).expect("serialisable"),
+    )
+    .map_err(|e| Error::io(&meta_path, "write", e))?;
+    if let Some(why) = &r.ended_early {
+        eprintln!("recording ended after {wall:.1} s: {why}");
+    }
+    println!(
+        "{n} snapshots in {wall:.1} s ({:.0} regions on average) -> {}",
+        if n > 0 {
+            regions as f64 / n as f64
+        } else {
+            0.0
+        },
+        json_path.display()
+    );
+    let pct = |ns: Option<u64>| {
+        ns.map_or("unknown".to_string(), |c| {
+            format!(
+                "{:.3} s, {:.2} % of one CPU",
+                c as f64 / 1e9,
+                100.0 * c as f64 / 1e9 / wall
+            )
+        })
+    };
+    println!(
+        "cost: kdamond {}; reading the snapshots {}",
+        pct(r.kdamond_cpu_ns),
+        pct(r.recorder_cpu_ns)
+    );
+    if a.trace {
+        let trace_path = a.out.join("trace.tmt");
+        let convert = || -> Result<u64, String> {
+            let input = std::fs::File::open(&json_path).map_err(|e| e.to_string())?;
+            let out = std::fs::File::create(&trace_path).map_err(|e| e.to_string())?;
+            let mut w = tiermem_trace::format::TraceWriter::new(
+                std::io::BufWriter::new(out),
+                tiermem_trace::damo::TIME_UNIT,
+                "damo",
+            )
+            .map_err(|e| e.to_string())?;
+            let name = json_path.display().to_string();
+            let st = tiermem_trace::damo::import(input, &name, &mut w, Default::default())
+                .map_err(|e| e.to_string())?;
+            w.finish().map_err(|e| e.to_string())?;
+            Ok(st.accesses)
+        };
+        let accesses =
+            convert().map_err(|e| Error::Other(format!("{}: {e}", trace_path.display())))?;
+        println!(
+            "trace: {accesses} accesses regenerated from the record -> {}",
+            trace_path.display()
+        );
+    }
+    println!("look at it: tiermem report heatmap {}", a.out.display());
+    Ok(())
 }
 
 /// `tiermem damon import`: damo's JSON to a `[damon]` table, checked as the agent checks it.

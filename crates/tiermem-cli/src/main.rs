@@ -17,6 +17,7 @@ use tiermem_sim::engine::{Progress, Simulation};
 use tiermem_sim::experiment;
 
 mod live;
+mod report_cmd;
 mod trace_cmd;
 mod validate_cmd;
 mod workload_cmd;
@@ -156,6 +157,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: trace_cmd::TraceCmd,
     },
+    /// damo report's views of a DAMON record (from `damon record`, a simulated run or
+    /// damo): heatmap, working-set sizes, the regions of a snapshot.
+    Report {
+        #[command(subcommand)]
+        cmd: report_cmd::ReportCmd,
+    },
     /// Show this host's NUMA nodes, memory tiers, HMAT figures and tiering settings.
     Topology(live::TopologyArgs),
     /// Per-node allocation counters, or one process's memory per node (`-p PID`), as
@@ -222,8 +229,9 @@ fn sim_failure(e: tiermem_sim::SimError) -> Failure {
 
 /// `tiermem … | head`: a reader that closes the pipe ends the command with SIGPIPE, as for
 /// any Unix filter, instead of a panic in `println!` (Rust ignores SIGPIPE by default).
-/// Not for the commands that change the host (`agent`, `exec`, `workload run`): they must
-/// reach their restore paths, and keep the default, where a closed pipe is a write error.
+/// Not for the commands that change the host (`agent`, `exec`, `workload run`, `damon
+/// record`): they must reach their restore paths, and keep the default, where a closed pipe
+/// is a write error.
 fn die_quietly_on_closed_pipe() {
     // SAFETY: setting a signal's disposition to the default before any thread starts.
     unsafe {
@@ -243,7 +251,15 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     tiermem_sim::budget::set_limit(cli.max_memory);
-    if !matches!(cli.cmd, Cmd::Agent(_) | Cmd::Exec(_) | Cmd::Workload { .. }) {
+    if !matches!(
+        cli.cmd,
+        Cmd::Agent(_)
+            | Cmd::Exec(_)
+            | Cmd::Workload { .. }
+            | Cmd::Damon {
+                cmd: live::DamonCmd::Record(_)
+            }
+    ) {
         die_quietly_on_closed_pipe();
     }
     let r = match cli.cmd {
@@ -304,6 +320,7 @@ fn main() -> ExitCode {
             out,
         } => cmd_tune(&config, metric, workload, max_weight, out),
         Cmd::Trace { cmd } => trace_cmd::run(cmd),
+        Cmd::Report { cmd } => report_cmd::run(cmd),
         Cmd::Topology(a) => live::cmd_topology(a).map_err(live_failure),
         Cmd::Numastat(a) => live::cmd_numastat(a).map_err(live_failure),
         Cmd::Damon { cmd } => live::cmd_damon(cmd).map_err(live_failure),
@@ -492,6 +509,13 @@ fn cmd_sim(
         &serde_json::to_string_pretty(s).expect("summary serialises"),
     )?;
     write_file(&out.join("timeline.csv"), &res.timeline_csv)?;
+    if !res.damon_records.is_empty() {
+        // Contexts with `record = true`: damo's record shape, for `tiermem report`.
+        write_file(
+            &out.join("damon.json"),
+            &tiermem_core::damon_record::to_damo_json(&res.damon_records, "tiermem sim"),
+        )?;
+    }
     let run = serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "config_file": config.display().to_string(),

@@ -94,6 +94,11 @@ pub struct ContextConfig {
     pub regions: Vec<AddrRange>,
     #[serde(default)]
     pub schemes: Vec<SchemeConfig>,
+    /// Record the regions of every aggregation interval (what the `damon_aggregated`
+    /// tracepoint gives `damo record`) into the run's `damon.json`, for `tiermem report`.
+    /// Default false.
+    #[serde(default)]
+    pub record: bool,
 }
 
 /// An address range `[start, end)`.

@@ -28,6 +28,7 @@
 pub mod config;
 pub mod controllers;
 pub mod damon;
+pub mod damon_record;
 pub mod damon_workloads;
 pub mod interleave;
 pub mod ksm;

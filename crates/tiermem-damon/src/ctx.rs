@@ -16,8 +16,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 use tiermem_core::damon::{
     ContextConfig, DamonCosts, DamosAction, FilterConfig, FilterType, GoalMetric, MonitoringAttrs,
-    OpsKind, SchemeConfig, WmarkMetric,
+    OpsKind, Region as CoreRegion, SchemeConfig, WmarkMetric,
 };
+use tiermem_core::damon_record::RecordSnapshot;
 use tiermem_core::units::PAGE_SIZE;
 
 /// `DAMOS_MAX_SCORE`.
@@ -252,6 +253,8 @@ pub struct DamonCtx {
     /// An action cut at its time slice, continued at the next step.
     applying: Option<Applying>,
     pub counters: CtxCounters,
+    /// With `record`: each target's regions at every aggregation.
+    recording: Option<Vec<Vec<RecordSnapshot>>>,
 }
 
 impl DamonCtx {
@@ -277,6 +280,7 @@ impl DamonCtx {
             stopped: false,
             applying: None,
             counters: CtxCounters::default(),
+            recording: cfg.record.then(Vec::new),
         })
     }
 
@@ -411,7 +415,7 @@ impl DamonCtx {
             None
         };
         if let Some(at_aggr) = sampled {
-            work.monitor_ns += self.after_sample(at_aggr, ops);
+            work.monitor_ns += self.after_sample(now_us, at_aggr, ops);
         }
         if (0..self.targets.len()).all(|t| !ops.target_valid(t)) && !self.targets.is_empty() {
             self.stopped = true;
@@ -436,9 +440,10 @@ impl DamonCtx {
 
     /// The end of `kdamond_fn`'s iteration after the schemes: aggregation (interval
     /// tuning, reset, split) and the ops update. Returns the monitoring cost, ns.
-    fn after_sample(&mut self, at_aggr: bool, ops: &mut dyn DamonOps) -> u64 {
+    fn after_sample(&mut self, now_us: u64, at_aggr: bool, ops: &mut dyn DamonOps) -> u64 {
         let mut ns = 0;
         if at_aggr {
+            self.record_aggregation(now_us);
             self.counters.aggregations += 1;
             ns += self.nr_regions() as u64 * self.costs.aggregate_region_ns;
             let g = &self.attrs.intervals_goal;
@@ -535,6 +540,40 @@ impl DamonCtx {
     }
 
     /// `kdamond_reset_aggregated`.
+    /// With `record`: keep every target's regions as `kdamond_reset_aggregated` passes them
+    /// to the `damon_aggregated` tracepoint (after merging and the schemes, before the reset).
+    fn record_aggregation(&mut self, now_us: u64) {
+        let aggr_us = self.attrs.aggr_us;
+        let Some(rec) = self.recording.as_mut() else {
+            return;
+        };
+        rec.resize_with(self.targets.len().max(rec.len()), Vec::new);
+        for (t, regions) in self.targets.iter().enumerate() {
+            let snaps = &mut rec[t];
+            let start_ns = snaps
+                .last()
+                .map_or(now_us.saturating_sub(aggr_us) * 1000, |s| s.end_ns);
+            snaps.push(RecordSnapshot {
+                start_ns,
+                end_ns: now_us * 1000,
+                regions: regions
+                    .iter()
+                    .map(|r| CoreRegion {
+                        start: r.start,
+                        end: r.end,
+                        nr_accesses: r.nr_accesses.into(),
+                        age: r.age.into(),
+                    })
+                    .collect(),
+            });
+        }
+    }
+
+    /// The recorded snapshots of each target (empty without `record`).
+    pub fn recorded(&self) -> &[Vec<RecordSnapshot>] {
+        self.recording.as_deref().unwrap_or(&[])
+    }
+
     fn reset_aggregated(&mut self) {
         for r in self.targets.iter_mut().flatten() {
             // damon_warn_fix_nr_accesses_corruption

@@ -125,6 +125,7 @@ pub fn reclaim(p: &ReclaimParams) -> NamedContext {
             target_workloads: Vec::new(),
             regions: monitor_ranges(p.monitor_region_start, p.monitor_region_end),
             schemes: vec![scheme],
+            record: false,
         },
     }
 }
@@ -193,6 +194,7 @@ pub fn lru_sort(p: &LruSortParams) -> NamedContext {
             target_workloads: Vec::new(),
             regions: monitor_ranges(p.monitor_region_start, p.monitor_region_end),
             schemes: vec![hot, cold],
+            record: false,
         },
     }
 }
@@ -253,6 +255,7 @@ pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> V
                 target_workloads: Vec::new(),
                 regions: vec![node_range(p.fast_node)],
                 schemes: vec![demote],
+                record: false,
             },
         },
         NamedContext {
@@ -263,6 +266,7 @@ pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> V
                 target_workloads: Vec::new(),
                 regions: vec![node_range(p.slow_node)],
                 schemes: vec![promote],
+                record: false,
             },
         },
     ]

@@ -102,6 +102,7 @@ fn ctx_cfg(schemes: Vec<SchemeConfig>) -> ContextConfig {
         target_workloads: vec![],
         regions: vec![],
         schemes,
+        record: false,
     }
 }
 

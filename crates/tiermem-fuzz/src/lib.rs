@@ -54,6 +54,16 @@ pub const TARGETS: &[Target] = &[
         seeds: targets::damo_seeds,
     },
     Target {
+        name: "damo_config",
+        run: targets::damo_config,
+        seeds: targets::damo_config_seeds,
+    },
+    Target {
+        name: "damon_report",
+        run: targets::damon_report,
+        seeds: targets::damon_report_seeds,
+    },
+    Target {
         name: "trace_reader",
         run: targets::trace_reader,
         seeds: targets::trace_reader_seeds,

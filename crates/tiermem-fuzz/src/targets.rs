@@ -285,6 +285,62 @@ pub fn damo_seeds() -> Vec<Vec<u8>> {
     with_regressions("damo", v)
 }
 
+/// damo kdamond configs: whatever imports must export, import back to the same table, and
+/// print TOML the agent parses to the same table.
+#[allow(
+    clippy::panic,
+    reason = "a broken round trip is the finding this target reports"
+)]
+pub fn damo_config(data: &[u8]) -> Result<(), String> {
+    use tiermem_agent::damo_config::{export, import, to_toml};
+    let doc: serde_json::Value = serde_json::from_slice(data).map_err(|e| e.to_string())?;
+    let table = import(&doc, None, None).map_err(|e| e.to_string())?;
+    let Ok(exported) = export(&table) else {
+        return Ok(()); // only names/cgroups targets refuse, and import makes pids
+    };
+    let back = import(&exported, None, None)
+        .unwrap_or_else(|e| panic!("the export does not import: {e}\n{exported}"));
+    assert_eq!(back, table, "export → import changed the table");
+    // The agent may refuse the table (its own checks); it must not read it differently.
+    if let Ok(cfg) = tiermem_agent::config::AgentConfig::from_toml_str(&to_toml(&table), "fuzz") {
+        assert_eq!(cfg.damon.as_ref(), Some(&table), "TOML changed the table");
+    }
+    Ok(())
+}
+
+pub fn damo_config_seeds() -> Vec<Vec<u8>> {
+    let dir = "crates/tiermem-agent/src/damo_config/testdata";
+    with_regressions(
+        "damo_config",
+        files(&[
+            &format!("{dir}/damo-3-3-pageout.exported.damo-3.4.3.json"),
+            &format!("{dir}/damo-3-3-paddr.exported.damo-3.4.3.json"),
+            &format!("{dir}/damo-2-4.exported.damo-3.4.3.json"),
+        ]),
+    )
+}
+
+/// DAMON records through the reports: parse, then every report of every target.
+pub fn damon_report(data: &[u8]) -> Result<(), String> {
+    use tiermem_trace::report;
+    let doc = damo::read_document(data, "fuzz").map_err(|e| e.to_string())?;
+    let recs = damo::parse_records(&doc, "fuzz", 5000, 100_000).map_err(|e| e.to_string())?;
+    for r in &recs {
+        if let Ok(hm) = report::heatmap(r, "fuzz", (7, 13), false) {
+            let _ = report::render_heatmap(&hm);
+        }
+    }
+    let _ = report::render_wss(&report::wss(&recs, 1, 1, 2, &[0, 50, 100]));
+    let _ = report::render_access(&recs, -1);
+    Ok(())
+}
+
+pub fn damon_report_seeds() -> Vec<Vec<u8>> {
+    let mut v = damo_seeds();
+    v.extend(with_regressions("damon_report", Vec::new()));
+    v
+}
+
 /// The binary reader: read every record; a trace that reads to its end must have the
 /// footer's count.
 pub fn trace_reader(data: &[u8]) -> Result<(), String> {

@@ -101,7 +101,7 @@ impl Budget {
 
     /// Account `bytes` for `what` under the config key that asks for them, or refuse with
     /// the estimate and the limit.
-    fn take(&mut self, key: &str, what: &str, bytes: u64) -> Result<(), ConfigError> {
+    pub fn take(&mut self, key: &str, what: &str, bytes: u64) -> Result<(), ConfigError> {
         let total = self.used.saturating_add(bytes);
         if total > self.limit {
             return Err(ConfigError::invalid(

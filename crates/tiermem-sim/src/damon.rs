@@ -581,6 +581,27 @@ pub fn reclaim_module_stat(s: &tiermem_damon::ctx::SchemeStats, stat: &str) -> u
     }
 }
 
+/// The DAMON records of the kdamonds that record (`record = true`), one per target, in
+/// damo's numbering (`kdamond_idx`, `context_idx` 0, `target_id` the target's index).
+pub fn records(kd: &[Kdamond]) -> Vec<tiermem_core::damon_record::DamonRecord> {
+    let mut out = Vec::new();
+    for (k, d) in kd.iter().enumerate() {
+        let a = d.ctx.attrs();
+        for (t, snaps) in d.ctx.recorded().iter().enumerate() {
+            out.push(tiermem_core::damon_record::DamonRecord {
+                kdamond_idx: k,
+                context_idx: 0,
+                target_id: t as u64,
+                sample_us: a.sample_us,
+                aggr_us: a.aggr_us,
+                ops_update_us: a.update_us,
+                snapshots: snaps.clone(),
+            });
+        }
+    }
+    out
+}
+
 /// Summaries of all kdamonds.
 pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
     kd.iter()

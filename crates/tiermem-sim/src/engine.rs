@@ -203,6 +203,8 @@ pub struct SimResult {
     pub timeline_csv: String,
     /// Host memory of page and frame tables at the end, bytes.
     pub host_table_bytes: usize,
+    /// The regions of every aggregation of the contexts with `record = true` (`damon.json`).
+    pub damon_records: Vec<tiermem_core::damon_record::DamonRecord>,
 }
 
 /// A configured simulation.
@@ -370,13 +372,27 @@ impl Simulation {
                 .enumerate()
         {
             let seed = mix_seed(cfg.seed, 0xDA30, i as u64).next_u64();
-            kdamonds.push(crate::damon::Kdamond::new(
+            let k = crate::damon::Kdamond::new(
                 nc,
                 &kernel,
                 &proc_workload,
                 &cfg.kernel.damon.costs,
                 seed,
-            )?);
+            )?;
+            if nc.cfg.record {
+                let a = &nc.cfg.attrs;
+                let snapshots = cfg.duration.ps() / 1_000_000 / a.aggr_us.max(1) + 1;
+                let targets = k.procs.len().max(1) as u64;
+                kernel.budget.take(
+                    &format!("kernel.damon.contexts[{i}].record"),
+                    &format!("the DAMON record of {} ({snapshots} snapshots)", nc.name),
+                    tiermem_core::damon_record::estimated_bytes(
+                        snapshots,
+                        u64::from(a.max_nr_regions) * targets,
+                    ),
+                )?;
+            }
+            kdamonds.push(k);
         }
         if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
             // The agent's [reclaim.processes]: its kdamond, as `tiermem agent` builds it.
@@ -388,6 +404,7 @@ impl Simulation {
                     target_workloads: cfg.selected_workloads(&p.targets),
                     regions: Vec::new(),
                     schemes: vec![p.scheme()],
+                    record: false,
                 },
             };
             let seed = mix_seed(cfg.seed, 0xDA31, 0).next_u64();
@@ -1105,6 +1122,7 @@ impl Simulation {
             summary,
             timeline_csv: self.timeline_csv(),
             host_table_bytes: self.kernel.host_bytes(),
+            damon_records: crate::damon::records(&self.kdamonds),
         }
     }
 }

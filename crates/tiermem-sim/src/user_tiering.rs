@@ -193,6 +193,7 @@ impl UserTiering {
                     target_workloads: vec![wi],
                     regions: Vec::new(),
                     schemes: Vec::new(),
+                    record: false,
                 },
             };
             mine.push(kdamonds.len());

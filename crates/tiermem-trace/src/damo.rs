@@ -21,6 +21,8 @@ use crate::format::{TimeUnit, TraceWriter};
 use crate::{ImportStats, Kind, Record, TraceError};
 use serde_json::Value;
 use std::io::{Read, Write};
+use tiermem_core::damon::Region;
+use tiermem_core::damon_record::{DamonRecord, RecordSnapshot};
 
 pub const TIME_UNIT: TimeUnit = TimeUnit::Ns;
 
@@ -50,7 +52,8 @@ impl Default for DamoOptions {
     }
 }
 
-struct Region {
+/// A region as the importer uses it: pages and the per-sampling-interval access probability.
+struct Region2 {
     start_page: u64,
     pages: u64,
     p: f64,
@@ -59,7 +62,7 @@ struct Region {
 struct Snapshot {
     start_ns: u64,
     end_ns: u64,
-    regions: Vec<Region>,
+    regions: Vec<Region2>,
 }
 
 struct Target {
@@ -102,7 +105,16 @@ fn number(v: &Value, time_unit_ns: Option<f64>) -> Option<f64> {
     }
 }
 
-fn parse(doc: &Value, name: &str, opts: &DamoOptions) -> Result<Vec<Target>, TraceError> {
+/// Read damo's record document into [`DamonRecord`]s. Intervals missing from a record are
+/// `default_sample_us` / `default_aggr_us`; `nr_accesses` given in percent becomes samples
+/// (rounded), an age given in µs becomes aggregation intervals. damo's markers (a `0-0`
+/// region, `nr_accesses` −1) are dropped.
+pub fn parse_records(
+    doc: &Value,
+    name: &str,
+    default_sample_us: u64,
+    default_aggr_us: u64,
+) -> Result<Vec<DamonRecord>, TraceError> {
     let bad = |path: String, what: &str| TraceError::invalid(name, format!("{path}: {what}"));
     let recs = doc
         .as_array()
@@ -110,18 +122,21 @@ fn parse(doc: &Value, name: &str, opts: &DamoOptions) -> Result<Vec<Target>, Tra
     let mut out = Vec::new();
     for (ri, rec) in recs.iter().enumerate() {
         let rp = format!("records[{ri}]");
-        let (mut sample_us, mut aggr_us) = (opts.sample_us as f64, opts.aggr_us as f64);
+        let (mut sample_us, mut aggr_us) = (default_sample_us as f64, default_aggr_us as f64);
+        let mut update_us = 0f64;
         if let Some(iv) = rec.get("intervals").filter(|v| !v.is_null()) {
-            if let Some(s) = iv.get("sample") {
-                sample_us = number(s, Some(1e3))
-                    .ok_or_else(|| bad(format!("{rp}.intervals.sample"), "not a time"))?
-                    / 1e3;
-            }
-            if let Some(a) = iv.get("aggr") {
-                aggr_us = number(a, Some(1e3))
-                    .ok_or_else(|| bad(format!("{rp}.intervals.aggr"), "not a time"))?
-                    / 1e3;
-            }
+            // damo 3 writes `sample_us`; older versions `sample`.
+            let interval = |keys: [&str; 2]| -> Result<Option<f64>, TraceError> {
+                let Some((k, v)) = keys.iter().find_map(|k| iv.get(*k).map(|v| (k, v))) else {
+                    return Ok(None);
+                };
+                let x = number(v, Some(1e3))
+                    .ok_or_else(|| bad(format!("{rp}.intervals.{k}"), "not a time"))?;
+                Ok(Some(x / 1e3))
+            };
+            sample_us = interval(["sample_us", "sample"])?.unwrap_or(sample_us);
+            aggr_us = interval(["aggr_us", "aggr"])?.unwrap_or(aggr_us);
+            update_us = interval(["ops_update_us", "ops_update"])?.unwrap_or(0.0);
         }
         if !(sample_us >= 1.0 && aggr_us >= sample_us && aggr_us < 1e12) {
             return Err(bad(format!("{rp}.intervals"), "need 1us <= sample <= aggr"));
@@ -131,8 +146,19 @@ fn parse(doc: &Value, name: &str, opts: &DamoOptions) -> Result<Vec<Target>, Tra
             .get("snapshots")
             .and_then(|s| s.as_array())
             .ok_or_else(|| bad(format!("{rp}.snapshots"), "missing or not a list"))?;
-        let mut t = Target {
-            sample_ns: (sample_us * 1e3) as u64,
+        let field = |k: &str| {
+            rec.get(k)
+                .and_then(|v| number(v, None))
+                .filter(|x| (0.0..1.8e19).contains(x))
+                .map_or(0, |x| x as u64)
+        };
+        let mut t = DamonRecord {
+            kdamond_idx: field("kdamond_idx") as usize,
+            context_idx: field("context_idx") as usize,
+            target_id: field("target_id"),
+            sample_us: sample_us as u64,
+            aggr_us: aggr_us as u64,
+            ops_update_us: update_us as u64,
             snapshots: Vec::new(),
         };
         for (si, s) in snaps.iter().enumerate() {
@@ -156,61 +182,115 @@ fn parse(doc: &Value, name: &str, opts: &DamoOptions) -> Result<Vec<Target>, Tra
                 .get("regions")
                 .and_then(|r| r.as_array())
                 .ok_or_else(|| bad(format!("{sp}.regions"), "missing or not a list"))?;
-            let mut snap = Snapshot {
+            let mut snap = RecordSnapshot {
                 start_ns,
                 end_ns,
                 regions: Vec::new(),
             };
             for (gi, r) in regions.iter().enumerate() {
                 let gp = format!("{sp}.regions[{gi}]");
-                let addr = |k: &str| -> Result<u64, TraceError> {
-                    let x = r
-                        .get(k)
-                        .and_then(|v| number(v, None))
-                        .ok_or_else(|| bad(format!("{gp}.{k}"), "missing or not an address"))?;
-                    if !(0.0..1.8e19).contains(&x) {
-                        return Err(bad(format!("{gp}.{k}"), "out of range"));
-                    }
-                    Ok(x as u64)
-                };
-                let (start, end) = (addr("start")?, addr("end")?);
-                if start == 0 && end == 0 {
-                    continue; // damo's fake snapshot marker region
+                if let Some(region) = parse_region(r, &gp, max_samples, aggr_us, &bad)? {
+                    snap.regions.push(region);
                 }
-                if end <= start {
-                    return Err(bad(gp, "end must be above start"));
-                }
-                let na = r
-                    .get("nr_accesses")
-                    .ok_or_else(|| bad(format!("{gp}.nr_accesses"), "missing"))?;
-                let p = match na {
-                    Value::Object(o) => match (
-                        o.get("samples").filter(|v| !v.is_null()),
-                        o.get("percent").filter(|v| !v.is_null()),
-                    ) {
-                        (Some(s), _) => number(s, None).map(|x| x / max_samples),
-                        (None, Some(pc)) => number(pc, None).map(|x| x / 100.0),
-                        _ => None,
-                    },
-                    v => number(v, None).map(|x| x / max_samples),
-                }
-                .ok_or_else(|| bad(format!("{gp}.nr_accesses"), "not a count"))?;
-                if p < 0.0 {
-                    continue; // fake region (-1)
-                }
-                let start_page = start >> 12;
-                let pages = ((end + 4095) >> 12).saturating_sub(start_page).max(1);
-                snap.regions.push(Region {
-                    start_page,
-                    pages,
-                    p: p.min(1.0),
-                });
             }
             t.snapshots.push(snap);
         }
         out.push(t);
     }
     Ok(out)
+}
+
+/// One region of a snapshot; `None` for damo's markers.
+fn parse_region(
+    r: &Value,
+    gp: &str,
+    max_samples: f64,
+    aggr_us: f64,
+    bad: &dyn Fn(String, &str) -> TraceError,
+) -> Result<Option<Region>, TraceError> {
+    let addr = |k: &str| -> Result<u64, TraceError> {
+        let x = r
+            .get(k)
+            .and_then(|v| number(v, None))
+            .ok_or_else(|| bad(format!("{gp}.{k}"), "missing or not an address"))?;
+        if !(0.0..1.8e19).contains(&x) {
+            return Err(bad(format!("{gp}.{k}"), "out of range"));
+        }
+        Ok(x as u64)
+    };
+    let (start, end) = (addr("start")?, addr("end")?);
+    if start == 0 && end == 0 {
+        return Ok(None); // damo's fake snapshot marker region
+    }
+    if end <= start {
+        return Err(bad(gp.to_string(), "end must be above start"));
+    }
+    let na = r
+        .get("nr_accesses")
+        .ok_or_else(|| bad(format!("{gp}.nr_accesses"), "missing"))?;
+    let samples = match na {
+        Value::Object(o) => match (
+            o.get("samples").filter(|v| !v.is_null()),
+            o.get("percent").filter(|v| !v.is_null()),
+        ) {
+            (Some(s), _) => number(s, None),
+            (None, Some(pc)) => number(pc, None).map(|x| (x / 100.0 * max_samples).round()),
+            _ => None,
+        },
+        v => number(v, None),
+    }
+    .ok_or_else(|| bad(format!("{gp}.nr_accesses"), "not a count"))?;
+    if samples < 0.0 {
+        return Ok(None); // fake region (-1)
+    }
+    let age = match r.get("age") {
+        Some(Value::Object(o)) => match (
+            o.get("aggr_intervals").filter(|v| !v.is_null()),
+            o.get("usec").filter(|v| !v.is_null()),
+        ) {
+            (Some(a), _) => number(a, None),
+            (None, Some(u)) => number(u, Some(1e3)).map(|ns| (ns / 1e3 / aggr_us).floor()),
+            _ => Some(0.0),
+        },
+        Some(Value::Null) | None => Some(0.0),
+        Some(v) => number(v, None),
+    }
+    .filter(|a| *a >= 0.0)
+    .ok_or_else(|| bad(format!("{gp}.age"), "not an age"))?;
+    Ok(Some(Region {
+        start,
+        end,
+        nr_accesses: samples.min(u64::MAX as f64) as u64,
+        age: age.min(u64::MAX as f64) as u64,
+    }))
+}
+
+/// A record as the importer's access probabilities.
+fn target_of(rec: &DamonRecord) -> Target {
+    let max_samples = (rec.aggr_us as f64 / rec.sample_us as f64).max(1.0);
+    Target {
+        sample_ns: rec.sample_us * 1000,
+        snapshots: rec
+            .snapshots
+            .iter()
+            .map(|s| Snapshot {
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+                regions: s
+                    .regions
+                    .iter()
+                    .map(|r| {
+                        let start_page = r.start >> 12;
+                        Region2 {
+                            start_page,
+                            pages: ((r.end + 4095) >> 12).saturating_sub(start_page).max(1),
+                            p: (r.nr_accesses as f64 / max_samples).min(1.0),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 struct SplitMix(u64);
@@ -297,7 +377,8 @@ pub fn import<R: Read, W: Write>(
         return Err(TraceError::invalid(name, "damo scale must be positive"));
     }
     let doc = read_document(input, name)?;
-    let targets = parse(&doc, name, &opts)?;
+    let records = parse_records(&doc, name, opts.sample_us, opts.aggr_us)?;
+    let targets: Vec<Target> = records.iter().map(target_of).collect();
     // Sampling intervals of every target, in time order (ties by target).
     let mut slots: Vec<(u64, u32, u32, u64)> = Vec::new(); // (time, target, snapshot, k)
     let mut expected = 0f64;

@@ -33,6 +33,7 @@ pub mod format;
 pub mod info;
 pub mod lackey;
 pub mod pinatrace;
+pub mod report;
 mod textbuf;
 
 pub use format::{Footer, TimeUnit, TraceReader, TraceWriter};
