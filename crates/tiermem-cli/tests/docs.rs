@@ -1,0 +1,109 @@
+//! The docs stand alone: every relative link in `README.md` and `docs/*.md` names a file
+//! inside the repository that exists, and every `#anchor` a heading of that file (GitHub's
+//! slugs: lower case, punctuation dropped, spaces to `-`).
+
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The targets of `[text](target)` links, outside code spans and fenced blocks.
+fn links(md: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Drop inline code spans.
+        let text: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("](") {
+            let tail = &rest[i + 2..];
+            let Some(end) = tail.find(')') else { break };
+            out.push(tail[..end].split_whitespace().next().unwrap_or("").to_string());
+            rest = &tail[end..];
+        }
+    }
+    out
+}
+
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(md: &str) -> Vec<String> {
+    md.lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| slug(l.trim_start_matches('#')))
+        .collect()
+}
+
+#[test]
+fn doc_links_stay_inside_the_repository_and_resolve() {
+    let root = repo();
+    let mut files = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for f in &files {
+        let md = std::fs::read_to_string(f).unwrap();
+        for target in links(&md) {
+            if target.is_empty()
+                || target.starts_with("http://")
+                || target.starts_with("https://")
+                || target.starts_with("mailto:")
+            {
+                continue;
+            }
+            checked += 1;
+            let (path, anchor) = match target.split_once('#') {
+                Some((p, a)) => (p, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let file = if path.is_empty() {
+                f.clone()
+            } else {
+                f.parent().unwrap().join(path)
+            };
+            let Ok(resolved) = file.canonicalize() else {
+                bad.push(format!("{}: {target}: no such file", f.display()));
+                continue;
+            };
+            if !resolved.starts_with(&root) {
+                bad.push(format!("{}: {target}: outside the repository", f.display()));
+                continue;
+            }
+            if let (Some(a), true) = (anchor, resolved.extension().is_some_and(|x| x == "md")) {
+                let text = std::fs::read_to_string(&resolved).unwrap();
+                if !anchors(&text).iter().any(|h| h == a) {
+                    bad.push(format!("{}: {target}: no such heading", f.display()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "broken doc links:\n{}", bad.join("\n"));
+    assert!(checked > 20, "only {checked} relative links found: is the scanner broken?");
+    // The scanner itself: a link in code is not a link; an anchor is matched by its slug.
+    assert_eq!(links("see [a](b.md#c) and `[x](y)`"), vec!["b.md#c"]);
+    assert_eq!(slug(" damo's record shape"), "damos-record-shape");
+}
