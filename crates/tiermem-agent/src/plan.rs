@@ -6,7 +6,10 @@
 //! the state file and then writes; if a write fails mid-way, everything written so far is
 //! restored before the error is returned.
 
-use crate::config::{AgentConfig, NumaBalancingConfig, TargetSelector, WeightSource};
+use crate::config::{
+    AgentConfig, KsmConfig, NumaBalancingConfig, ReclaimConfig, TargetSelector, TieringConfig,
+    WeightSource, WeightedInterleaveConfig,
+};
 use crate::fs::HostFs;
 use crate::host::{self, HostTopology, DEBUGFS_NB, KSM_DIR, WI_DIR};
 use crate::state::{ksm_set_merge_across_nodes, Saved, StateRecorder};
@@ -108,151 +111,189 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
         numa_balancing(&mut b, nb)?;
     }
     if let Some(wi) = &cfg.weighted_interleave {
-        if !fs.exists(WI_DIR) {
-            return Err(feature("weighted interleave (Linux 6.9+)", WI_DIR, ""));
-        }
-        let mem_nodes = h.memory_nodes();
-        let weights: BTreeMap<u32, u64> = match wi.source {
-            WeightSource::Given => {
-                let mut m = BTreeMap::new();
-                for (k, &v) in &wi.weights {
-                    let Some(n) = k.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
-                        return Err(cfg_err(
-                            &format!("weighted_interleave.weights.{k}"),
-                            "keys are node<N>",
-                        ));
-                    };
-                    if !fs.exists(&format!("{WI_DIR}/node{n}")) {
-                        return Err(cfg_err(
-                            &format!("weighted_interleave.weights.{k}"),
-                            format!("node {n} has no weight file (not a memory node of this machine; memory nodes: {})", crate::fs::format_list(&mem_nodes)),
-                        ));
-                    }
-                    m.insert(n, v);
-                }
-                m
-            }
-            WeightSource::Hmat => {
-                let mut bw = BTreeMap::new();
-                for &n in &mem_nodes {
-                    let Some(node) = h.nodes.iter().find(|x| x.id == n) else {
-                        continue;
-                    };
-                    let a = node.access1.as_ref().filter(|a| {
-                        a.read_bandwidth_mbps.unwrap_or(0) > 0
-                            && a.write_bandwidth_mbps.unwrap_or(0) > 0
-                    });
-                    let Some(a) = a else {
-                        return Err(feature(
-                            &format!("HMAT bandwidth of node {n}"),
-                            &format!(
-                                "{}/node{n}/access1/initiators/read_bandwidth",
-                                host::NODE_DIR
-                            ),
-                            "use source = \"probe\" or \"given\"",
-                        ));
-                    };
-                    // access1 reports MB/s; node_perf_mbps takes bytes/s and returns
-                    // min(read, write) in MB/s, as mempolicy_set_node_perf does.
-                    let mbps = |v: Option<u64>| v.unwrap_or(0) as f64 * 1e6;
-                    bw.insert(
-                        n,
-                        node_perf_mbps(mbps(a.read_bandwidth_mbps), mbps(a.write_bandwidth_mbps)),
-                    );
-                }
-                auto_weights(&mut b.plan, h, "HMAT", &bw)
-            }
-            WeightSource::Probe => {
-                let mut bw = BTreeMap::new();
-                for &n in &mem_nodes {
-                    bw.insert(
-                        n,
-                        weights::probe_node_bandwidth(n, wi.probe_size.0 as usize, 3)?,
-                    );
-                }
-                auto_weights(&mut b.plan, h, "probed", &bw)
-            }
-        };
-        // On 6.16+ writing a weight switches the kernel to manual mode: record `auto` first
-        // so that restoring it (last) hands the table back to the kernel.
-        if fs.exists(&format!("{WI_DIR}/auto")) {
-            b.write(
-                &format!("{WI_DIR}/auto"),
-                "false".into(),
-                "weighted interleave auto mode",
-                "",
-            )?;
-        }
-        for (n, w) in weights {
-            b.write(
-                &format!("{WI_DIR}/node{n}"),
-                w.to_string(),
-                "weighted interleave weight",
-                "",
-            )?;
-        }
+        weighted_interleave(&mut b, wi, h)?;
     }
     if let Some(k) = &cfg.ksm {
-        if !fs.exists(&format!("{KSM_DIR}/run")) {
-            return Err(feature("KSM (CONFIG_KSM)", &format!("{KSM_DIR}/run"), ""));
-        }
-        let knobs: [(&str, Option<u64>); 6] = [
-            ("pages_to_scan", k.pages_to_scan),
-            ("sleep_millisecs", k.sleep_millisecs),
-            ("max_page_sharing", k.max_page_sharing),
-            (
-                "stable_node_chains_prune_millisecs",
-                k.stable_node_chains_prune_millisecs,
-            ),
-            ("use_zero_pages", k.use_zero_pages.map(u64::from)),
-            ("smart_scan", k.smart_scan.map(u64::from)),
-        ];
-        for (name, v) in knobs {
-            if let Some(v) = v {
-                b.write(
-                    &format!("{KSM_DIR}/{name}"),
-                    v.to_string(),
-                    &format!("KSM {name}"),
-                    "",
-                )?;
-            }
-        }
-        let cur_run = fs.read(&format!("{KSM_DIR}/run"))?.trim().to_string();
-        let final_run = k.run.map(|r| r.to_string()).unwrap_or(cur_run.clone());
-        if let Some(mac) = k.merge_across_nodes {
-            let path = format!("{KSM_DIR}/merge_across_nodes");
-            let Some(cur) = fs.read_opt(&path)? else {
-                return Err(feature("KSM merge_across_nodes (CONFIG_NUMA)", &path, ""));
-            };
-            if cur.trim() != mac.to_string() {
-                let shared = fs
-                    .read_u64_opt(&format!("{KSM_DIR}/pages_shared"))?
-                    .unwrap_or(0);
-                if shared > 0 && !k.allow_unmerge {
+        ksm(&mut b, k)?;
+    }
+    damon_modules(&mut b, cfg)?;
+    own_kdamonds(&mut b, cfg)?;
+    check_targets(fs, cfg)?;
+    if let Some(t) = &cfg.tiering {
+        tiering(&mut b, cfg, t, h)?;
+    }
+    if let Some(r) = &cfg.reclaim {
+        reclaim_cgroups(fs, r)?;
+    }
+    if let Some(d) = &cfg.damon {
+        damon_nodes(d, h)?;
+    }
+    Ok(b.plan)
+}
+
+/// `[weighted_interleave]`: the weights from the config, HMAT or a bandwidth probe, and the
+/// `auto` switch recorded first.
+fn weighted_interleave(
+    b: &mut Builder,
+    wi: &WeightedInterleaveConfig,
+    h: &HostTopology,
+) -> Result<(), Error> {
+    let fs = b.fs;
+    if !fs.exists(WI_DIR) {
+        return Err(feature("weighted interleave (Linux 6.9+)", WI_DIR, ""));
+    }
+    let mem_nodes = h.memory_nodes();
+    let weights: BTreeMap<u32, u64> = match wi.source {
+        WeightSource::Given => {
+            let mut m = BTreeMap::new();
+            for (k, &v) in &wi.weights {
+                let Some(n) = k.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
                     return Err(cfg_err(
-                        "ksm.merge_across_nodes",
-                        format!("KSM has {shared} shared pages; the kernel refuses the change (EBUSY) unless everything is unmerged first: set ksm.allow_unmerge = true"),
+                        &format!("weighted_interleave.weights.{k}"),
+                        "keys are node<N>",
+                    ));
+                };
+                if !fs.exists(&format!("{WI_DIR}/node{n}")) {
+                    return Err(cfg_err(
+                        &format!("weighted_interleave.weights.{k}"),
+                        format!("node {n} has no weight file (not a memory node of this machine; memory nodes: {})", crate::fs::format_list(&mem_nodes)),
                     ));
                 }
-                if !fs.writable(&path) {
-                    return Err(Error::Capability {
-                        what: format!("writing {path}"),
-                        capability: "root".into(),
-                    });
-                }
-                // The sequence leaves `run` as it was; a configured `run` is its own write
-                // (recorded with the true original).
-                b.plan.actions.push(Action::KsmMergeAcrossNodes {
-                    value: mac.to_string(),
-                    run: cur_run.clone(),
-                    unmerge: k.allow_unmerge,
-                });
+                m.insert(n, v);
             }
+            m
         }
-        if k.run.is_some() {
-            b.write(&format!("{KSM_DIR}/run"), final_run, "KSM run", "")?;
+        WeightSource::Hmat => {
+            let mut bw = BTreeMap::new();
+            for &n in &mem_nodes {
+                let Some(node) = h.nodes.iter().find(|x| x.id == n) else {
+                    continue;
+                };
+                let a = node.access1.as_ref().filter(|a| {
+                    a.read_bandwidth_mbps.unwrap_or(0) > 0
+                        && a.write_bandwidth_mbps.unwrap_or(0) > 0
+                });
+                let Some(a) = a else {
+                    return Err(feature(
+                        &format!("HMAT bandwidth of node {n}"),
+                        &format!(
+                            "{}/node{n}/access1/initiators/read_bandwidth",
+                            host::NODE_DIR
+                        ),
+                        "use source = \"probe\" or \"given\"",
+                    ));
+                };
+                // access1 reports MB/s; node_perf_mbps takes bytes/s and returns
+                // min(read, write) in MB/s, as mempolicy_set_node_perf does.
+                let mbps = |v: Option<u64>| v.unwrap_or(0) as f64 * 1e6;
+                bw.insert(
+                    n,
+                    node_perf_mbps(mbps(a.read_bandwidth_mbps), mbps(a.write_bandwidth_mbps)),
+                );
+            }
+            auto_weights(&mut b.plan, h, "HMAT", &bw)
+        }
+        WeightSource::Probe => {
+            let mut bw = BTreeMap::new();
+            for &n in &mem_nodes {
+                bw.insert(
+                    n,
+                    weights::probe_node_bandwidth(n, wi.probe_size.0 as usize, 3)?,
+                );
+            }
+            auto_weights(&mut b.plan, h, "probed", &bw)
+        }
+    };
+    // On 6.16+ writing a weight switches the kernel to manual mode: record `auto` first
+    // so that restoring it (last) hands the table back to the kernel.
+    if fs.exists(&format!("{WI_DIR}/auto")) {
+        b.write(
+            &format!("{WI_DIR}/auto"),
+            "false".into(),
+            "weighted interleave auto mode",
+            "",
+        )?;
+    }
+    for (n, w) in weights {
+        b.write(
+            &format!("{WI_DIR}/node{n}"),
+            w.to_string(),
+            "weighted interleave weight",
+            "",
+        )?;
+    }
+    Ok(())
+}
+
+/// `[ksm]`: the knobs, `merge_across_nodes` (its unmerge sequence), then `run`.
+fn ksm(b: &mut Builder, k: &KsmConfig) -> Result<(), Error> {
+    let fs = b.fs;
+    if !fs.exists(&format!("{KSM_DIR}/run")) {
+        return Err(feature("KSM (CONFIG_KSM)", &format!("{KSM_DIR}/run"), ""));
+    }
+    let knobs: [(&str, Option<u64>); 6] = [
+        ("pages_to_scan", k.pages_to_scan),
+        ("sleep_millisecs", k.sleep_millisecs),
+        ("max_page_sharing", k.max_page_sharing),
+        (
+            "stable_node_chains_prune_millisecs",
+            k.stable_node_chains_prune_millisecs,
+        ),
+        ("use_zero_pages", k.use_zero_pages.map(u64::from)),
+        ("smart_scan", k.smart_scan.map(u64::from)),
+    ];
+    for (name, v) in knobs {
+        if let Some(v) = v {
+            b.write(
+                &format!("{KSM_DIR}/{name}"),
+                v.to_string(),
+                &format!("KSM {name}"),
+                "",
+            )?;
         }
     }
+    let cur_run = fs.read(&format!("{KSM_DIR}/run"))?.trim().to_string();
+    let final_run = k.run.map(|r| r.to_string()).unwrap_or(cur_run.clone());
+    if let Some(mac) = k.merge_across_nodes {
+        let path = format!("{KSM_DIR}/merge_across_nodes");
+        let Some(cur) = fs.read_opt(&path)? else {
+            return Err(feature("KSM merge_across_nodes (CONFIG_NUMA)", &path, ""));
+        };
+        if cur.trim() != mac.to_string() {
+            let shared = fs
+                .read_u64_opt(&format!("{KSM_DIR}/pages_shared"))?
+                .unwrap_or(0);
+            if shared > 0 && !k.allow_unmerge {
+                return Err(cfg_err(
+                    "ksm.merge_across_nodes",
+                    format!("KSM has {shared} shared pages; the kernel refuses the change (EBUSY) unless everything is unmerged first: set ksm.allow_unmerge = true"),
+                ));
+            }
+            if !fs.writable(&path) {
+                return Err(Error::Capability {
+                    what: format!("writing {path}"),
+                    capability: "root".into(),
+                });
+            }
+            // The sequence leaves `run` as it was; a configured `run` is its own write
+            // (recorded with the true original).
+            b.plan.actions.push(Action::KsmMergeAcrossNodes {
+                value: mac.to_string(),
+                run: cur_run.clone(),
+                unmerge: k.allow_unmerge,
+            });
+        }
+    }
+    if k.run.is_some() {
+        b.write(&format!("{KSM_DIR}/run"), final_run, "KSM run", "")?;
+    }
+    Ok(())
+}
+
+/// `[damon_reclaim]`, `[damon_lru_sort]`: the modules' writable parameters, `enabled` last,
+/// `commit_inputs` when a module is already running.
+fn damon_modules(b: &mut Builder, cfg: &AgentConfig) -> Result<(), Error> {
+    let fs = b.fs;
     for (module, params) in [
         ("damon_reclaim", &cfg.damon_reclaim),
         ("damon_lru_sort", &cfg.damon_lru_sort),
@@ -319,6 +360,13 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             });
         }
     }
+    Ok(())
+}
+
+/// The agent's own kdamonds (`[damon]`, `[tiering]`, `[reclaim.processes]`) need an unused
+/// DAMON sysfs and no module running an exclusive context.
+fn own_kdamonds(b: &mut Builder, cfg: &AgentConfig) -> Result<(), Error> {
+    let fs = b.fs;
     // kdamonds: own, tiering, process reclaim.
     let need_damon = cfg.damon.is_some()
         || cfg.tiering.is_some()
@@ -352,6 +400,11 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
         }
         b.plan.uses_damon = true;
     }
+    Ok(())
+}
+
+/// Every target selector's pids exist and its cgroups are cgroup v2 directories.
+fn check_targets(fs: &HostFs, cfg: &AgentConfig) -> Result<(), Error> {
     for (key, sel) in cfg.target_selectors() {
         for &pid in &sel.pids {
             if !fs.exists(&format!("/proc/{pid}")) {
@@ -372,132 +425,140 @@ pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Pl
             }
         }
     }
-    if let Some(t) = &cfg.tiering {
-        // One kdamond per tiering target: refuse a selector that matches more processes
-        // than the host should run kdamonds for (a later match is capped, with a warning).
-        let n = resolve_targets(fs, &t.targets).len();
-        if n > crate::config::limits::MAX_KDAMONDS {
-            return Err(cfg_err(
-                "tiering.targets",
-                format!(
-                    "matches {n} processes; the agent runs one kdamond per tiering target, at most {} (narrow the selector)",
-                    crate::config::limits::MAX_KDAMONDS
-                ),
-            ));
-        }
-        // The kernel's NUMA balancing would move the same pages (the config is checked
-        // statically; here the host's current mode, when the config leaves it alone).
-        let mode_set = cfg
-            .numa_balancing
-            .as_ref()
-            .is_some_and(|n| n.mode.is_some());
-        if !mode_set && h.settings.numa_balancing.unwrap_or(0) != 0 {
-            return Err(cfg_err(
-                "tiering",
-                format!(
-                    "NUMA balancing is on (kernel.numa_balancing = {}) and would migrate the targets' pages too: add [numa_balancing] mode = \"disabled\"",
-                    h.settings.numa_balancing.unwrap_or(0)
-                ),
-            ));
-        }
-        let mem = h.memory_nodes();
-        for (key, list) in [
-            ("tiering.fast_nodes", &t.fast_nodes),
-            ("tiering.slow_nodes", &t.slow_nodes),
-        ] {
-            if let Some(n) = list.iter().find(|n| !mem.contains(n)) {
-                return Err(cfg_err(
-                    key,
-                    format!(
-                        "node {n} is not a memory node of this machine (memory nodes: {})",
-                        crate::fs::format_list(&mem)
-                    ),
-                ));
-            }
-        }
-        let top: Vec<u32> = match &h.computed {
-            Some(c) => c.top_tier_nodes.clone(),
-            None => h
-                .nodes
-                .iter()
-                .filter(|n| !n.cpus.is_empty())
-                .map(|n| n.id)
-                .collect(),
-        };
-        b.plan.fast_nodes = if t.fast_nodes.is_empty() {
-            mem.iter().copied().filter(|n| top.contains(n)).collect()
-        } else {
-            t.fast_nodes.clone()
-        };
-        b.plan.slow_nodes = if t.slow_nodes.is_empty() {
-            mem.iter()
-                .copied()
-                .filter(|n| !b.plan.fast_nodes.contains(n))
-                .collect()
-        } else {
-            t.slow_nodes.clone()
-        };
-        if b.plan.slow_nodes.is_empty() {
-            return Err(cfg_err(
-                "tiering",
-                "this machine has no slow memory node to promote from",
-            ));
-        }
-        for &f in &b.plan.fast_nodes {
-            // The kernel's preferred demotion target, else the nearest slow node.
-            let pref = h
-                .computed
-                .as_ref()
-                .and_then(|c| c.demotion_targets.get(&f))
-                .and_then(|v| v.iter().copied().find(|n| b.plan.slow_nodes.contains(n)));
-            let dist = |n: u32| {
-                h.nodes
-                    .iter()
-                    .find(|x| x.id == f)
-                    .and_then(|x| x.distances.get(n as usize).copied())
-                    .unwrap_or(u32::MAX)
-            };
-            let nearest = b
-                .plan
-                .slow_nodes
-                .iter()
-                .copied()
-                .min_by_key(|&n| (dist(n), n));
-            if let Some(d) = pref.or(nearest) {
-                b.plan.demotion_target.insert(f, d);
-            }
-        }
-        b.plan.notes.push(format!(
-            "tiering controller: fast nodes {:?}, slow nodes {:?}, demotion targets {:?}",
-            b.plan.fast_nodes, b.plan.slow_nodes, b.plan.demotion_target
+    Ok(())
+}
+
+/// `[tiering]`: the target count, NUMA balancing off, the fast and slow nodes and each fast
+/// node's demotion target, and CAP_SYS_NICE for `move_pages`.
+fn tiering(
+    b: &mut Builder,
+    cfg: &AgentConfig,
+    t: &TieringConfig,
+    h: &HostTopology,
+) -> Result<(), Error> {
+    let fs = b.fs;
+    // One kdamond per tiering target: refuse a selector that matches more processes
+    // than the host should run kdamonds for (a later match is capped, with a warning).
+    let n = resolve_targets(fs, &t.targets).len();
+    if n > crate::config::limits::MAX_KDAMONDS {
+        return Err(cfg_err(
+            "tiering.targets",
+            format!(
+                "matches {n} processes; the agent runs one kdamond per tiering target, at most {} (narrow the selector)",
+                crate::config::limits::MAX_KDAMONDS
+            ),
         ));
-        crate::sys::require_cap(
-            fs,
-            crate::sys::CAP_SYS_NICE,
-            "CAP_SYS_NICE",
-            "moving pages of other processes (move_pages)",
-        )?;
     }
-    if let Some(r) = &cfg.reclaim {
-        for (i, c) in r.cgroups.iter().enumerate() {
-            let kp = crate::fs::cgroup_kpath(&c.path)
-                .map_err(|m| cfg_err(&format!("reclaim.cgroups[{i}].path"), m))?;
-            let f = fs.path(&format!("{kp}/memory.reclaim"));
-            if !f.exists() {
-                return Err(Error::Feature {
-                    feature: format!(
-                        "cgroup v2 memory.reclaim (Linux 5.19+) for reclaim.cgroups[{i}]"
-                    ),
-                    path: f.display().to_string(),
-                    hint: String::new(),
-                });
-            }
+    // The kernel's NUMA balancing would move the same pages (the config is checked
+    // statically; here the host's current mode, when the config leaves it alone).
+    let mode_set = cfg
+        .numa_balancing
+        .as_ref()
+        .is_some_and(|n| n.mode.is_some());
+    if !mode_set && h.settings.numa_balancing.unwrap_or(0) != 0 {
+        return Err(cfg_err(
+            "tiering",
+            format!(
+                "NUMA balancing is on (kernel.numa_balancing = {}) and would migrate the targets' pages too: add [numa_balancing] mode = \"disabled\"",
+                h.settings.numa_balancing.unwrap_or(0)
+            ),
+        ));
+    }
+    let mem = h.memory_nodes();
+    for (key, list) in [
+        ("tiering.fast_nodes", &t.fast_nodes),
+        ("tiering.slow_nodes", &t.slow_nodes),
+    ] {
+        if let Some(n) = list.iter().find(|n| !mem.contains(n)) {
+            return Err(cfg_err(
+                key,
+                format!(
+                    "node {n} is not a memory node of this machine (memory nodes: {})",
+                    crate::fs::format_list(&mem)
+                ),
+            ));
         }
     }
-    if let Some(d) = &cfg.damon {
-        damon_nodes(d, h)?;
+    let top: Vec<u32> = match &h.computed {
+        Some(c) => c.top_tier_nodes.clone(),
+        None => h
+            .nodes
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .map(|n| n.id)
+            .collect(),
+    };
+    b.plan.fast_nodes = if t.fast_nodes.is_empty() {
+        mem.iter().copied().filter(|n| top.contains(n)).collect()
+    } else {
+        t.fast_nodes.clone()
+    };
+    b.plan.slow_nodes = if t.slow_nodes.is_empty() {
+        mem.iter()
+            .copied()
+            .filter(|n| !b.plan.fast_nodes.contains(n))
+            .collect()
+    } else {
+        t.slow_nodes.clone()
+    };
+    if b.plan.slow_nodes.is_empty() {
+        return Err(cfg_err(
+            "tiering",
+            "this machine has no slow memory node to promote from",
+        ));
     }
-    Ok(b.plan)
+    for &f in &b.plan.fast_nodes {
+        // The kernel's preferred demotion target, else the nearest slow node.
+        let pref = h
+            .computed
+            .as_ref()
+            .and_then(|c| c.demotion_targets.get(&f))
+            .and_then(|v| v.iter().copied().find(|n| b.plan.slow_nodes.contains(n)));
+        let dist = |n: u32| {
+            h.nodes
+                .iter()
+                .find(|x| x.id == f)
+                .and_then(|x| x.distances.get(n as usize).copied())
+                .unwrap_or(u32::MAX)
+        };
+        let nearest = b
+            .plan
+            .slow_nodes
+            .iter()
+            .copied()
+            .min_by_key(|&n| (dist(n), n));
+        if let Some(d) = pref.or(nearest) {
+            b.plan.demotion_target.insert(f, d);
+        }
+    }
+    b.plan.notes.push(format!(
+        "tiering controller: fast nodes {:?}, slow nodes {:?}, demotion targets {:?}",
+        b.plan.fast_nodes, b.plan.slow_nodes, b.plan.demotion_target
+    ));
+    crate::sys::require_cap(
+        fs,
+        crate::sys::CAP_SYS_NICE,
+        "CAP_SYS_NICE",
+        "moving pages of other processes (move_pages)",
+    )?;
+    Ok(())
+}
+
+/// `[[reclaim.cgroups]]`: each cgroup has `memory.reclaim`.
+fn reclaim_cgroups(fs: &HostFs, r: &ReclaimConfig) -> Result<(), Error> {
+    for (i, c) in r.cgroups.iter().enumerate() {
+        let kp = crate::fs::cgroup_kpath(&c.path)
+            .map_err(|m| cfg_err(&format!("reclaim.cgroups[{i}].path"), m))?;
+        let f = fs.path(&format!("{kp}/memory.reclaim"));
+        if !f.exists() {
+            return Err(Error::Feature {
+                feature: format!("cgroup v2 memory.reclaim (Linux 5.19+) for reclaim.cgroups[{i}]"),
+                path: f.display().to_string(),
+                hint: String::new(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The last validation step, after [`build_plan`] and before any setting is written: the

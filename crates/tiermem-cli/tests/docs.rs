@@ -29,7 +29,13 @@ fn links(md: &str) -> Vec<String> {
         while let Some(i) = rest.find("](") {
             let tail = &rest[i + 2..];
             let Some(end) = tail.find(')') else { break };
-            out.push(tail[..end].split_whitespace().next().unwrap_or("").to_string());
+            out.push(
+                tail[..end]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            );
             rest = &tail[end..];
         }
     }
@@ -102,7 +108,10 @@ fn doc_links_stay_inside_the_repository_and_resolve() {
         }
     }
     assert!(bad.is_empty(), "broken doc links:\n{}", bad.join("\n"));
-    assert!(checked > 20, "only {checked} relative links found: is the scanner broken?");
+    assert!(
+        checked > 20,
+        "only {checked} relative links found: is the scanner broken?"
+    );
     // The scanner itself: a link in code is not a link; an anchor is matched by its slug.
     assert_eq!(links("see [a](b.md#c) and `[x](y)`"), vec!["b.md#c"]);
     assert_eq!(slug(" damo's record shape"), "damos-record-shape");
