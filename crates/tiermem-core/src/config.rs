@@ -1086,6 +1086,58 @@ impl SimConfig {
         }
         self.check_tiering(n)?;
         self.check_reclaim()?;
+        self.check_kernel(n)?;
+        self.check_engine()?;
+        let chk = NodeChecks { topo: &topo, n };
+        for (i, w) in self.workloads.iter().enumerate() {
+            let key = |f: &str| {
+                if f.is_empty() {
+                    format!("workloads[{i}]")
+                } else {
+                    format!("workloads[{i}].{f}")
+                }
+            };
+            match w {
+                WorkloadConfig::Pmbench(p) => check_pmbench(p, &key, &chk)?,
+                WorkloadConfig::Stream(s) => check_stream(s, &key, &chk, w.regions())?,
+                WorkloadConfig::Mlc(m) => check_mlc(m, &key, &chk, w.regions())?,
+                WorkloadConfig::Xsbench(x) => check_xsbench(x, &key, &chk, w.regions())?,
+                WorkloadConfig::Parsec(p) => {
+                    p.validate()
+                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
+                    if let Some(c) = p.cpu_node {
+                        chk.node(key("cpu_node"), c, true)?;
+                    }
+                }
+                WorkloadConfig::Hotregions(h) => {
+                    h.validate()
+                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
+                    if let Some(c) = h.cpu_node {
+                        chk.node(key("cpu_node"), c, true)?;
+                    }
+                }
+                WorkloadConfig::VmGuest(g) => {
+                    g.validate(&format!("workloads[{i}]"))?;
+                    for (j, c) in g.cpu_nodes.iter().enumerate() {
+                        chk.node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
+                    }
+                }
+                WorkloadConfig::Trace(t) => check_trace(t, &key, &chk)?,
+                WorkloadConfig::Synthetic(s) => {
+                    s.validate(n)
+                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
+                    if let Some(c) = s.cpu_node {
+                        chk.node(key("cpu_node"), c, true)?;
+                    }
+                    chk.policy(key("policy"), &s.policy)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `[kernel]`: ranges and what the simulator does not model.
+    fn check_kernel(&self, n: usize) -> Result<(), ConfigError> {
         let k = &self.kernel;
         if k.transparent_hugepage != TransparentHugepage::Never {
             return Err(ConfigError::invalid(
@@ -1156,6 +1208,15 @@ impl SimConfig {
             }
         }
         k.damon.validate(n, self.workloads.len())?;
+        self.kernel
+            .weighted_interleave
+            .validate(n)
+            .map_err(|(k, m)| ConfigError::invalid(format!("kernel.weighted_interleave.{k}"), m))?;
+        Ok(())
+    }
+
+    /// `[sim]`: the tick and the sampling interval.
+    fn check_engine(&self) -> Result<(), ConfigError> {
         let tick = self.sim.tick;
         if tick < SimDuration::from_us(10) || tick > SimDuration::from_ms(100) {
             return Err(ConfigError::invalid(
@@ -1169,281 +1230,298 @@ impl SimConfig {
                 "must be at least sim.tick",
             ));
         }
-        let check_node = |key: String, id: NodeId, need_cpus: bool| -> Result<(), ConfigError> {
-            if id.idx() >= n {
-                return Err(ConfigError::invalid(
-                    key,
-                    format!(
-                        "node {} does not exist (the machine has nodes 0..{})",
-                        id.0,
-                        n - 1
-                    ),
-                ));
-            }
-            if need_cpus && !topo.nodes[id.idx()].has_cpus() {
-                return Err(ConfigError::invalid(
-                    key,
-                    format!("node {} has no CPUs to run threads on", id.0),
-                ));
-            }
-            Ok(())
-        };
-        let check_policy = |key: String, p: &MemPolicy| -> Result<(), ConfigError> {
-            p.validate(n)
-                .map_err(|m| ConfigError::invalid(key.clone(), m))
-        };
-        let check_mbind =
-            |prefix: String, list: &[MbindConfig], regions: &[String]| -> Result<(), ConfigError> {
-                for (j, m) in list.iter().enumerate() {
-                    let k = format!("{prefix}.mbind[{j}]");
-                    let hits = regions
-                        .iter()
-                        .filter(|r| region_matches(&m.region, r))
-                        .count();
-                    if hits == 0 {
-                        return Err(ConfigError::invalid(
-                            format!("{k}.region"),
-                            format!(
-                                "no region named {:?} (this workload has {})",
-                                m.region,
-                                regions.join(", ")
-                            ),
-                        ));
-                    }
-                    check_policy(format!("{k}.policy"), &m.policy)?;
-                }
-                Ok(())
-            };
-        self.kernel
-            .weighted_interleave
-            .validate(n)
-            .map_err(|(k, m)| ConfigError::invalid(format!("kernel.weighted_interleave.{k}"), m))?;
-        for (i, w) in self.workloads.iter().enumerate() {
-            let key = |f: &str| format!("workloads[{i}].{f}");
-            match w {
-                WorkloadConfig::Pmbench(p) => {
-                    if p.processes == 0 || p.processes > 4096 {
-                        return Err(ConfigError::invalid(
-                            key("processes"),
-                            "must be within 1..4096",
-                        ));
-                    }
-                    if p.threads == 0 || p.threads > 1024 {
-                        return Err(ConfigError::invalid(
-                            key("threads"),
-                            "must be within 1..1024",
-                        ));
-                    }
-                    if p.mapsize.0 < crate::units::PAGE_SIZE {
-                        return Err(ConfigError::invalid(
-                            key("mapsize"),
-                            "must be at least one page (4096)",
-                        ));
-                    }
-                    if p.mapsize.pages_ceil().0 > u32::MAX as u64 / 2 {
-                        return Err(ConfigError::invalid(
-                            key("mapsize"),
-                            "is too large (at most 8TiB)",
-                        ));
-                    }
-                    if let Some(s) = p.setsize {
-                        if s > p.mapsize || s.0 < crate::units::PAGE_SIZE {
-                            return Err(ConfigError::invalid(
-                                key("setsize"),
-                                "must be between one page and mapsize",
-                            ));
-                        }
-                    }
-                    if p.read_ratio > 100 {
-                        return Err(ConfigError::invalid(
-                            key("read_ratio"),
-                            format!("is a percentage 0..100 (got {})", p.read_ratio),
-                        ));
-                    }
-                    if let Some(s) = p.shape {
-                        if !(s > 0.0 && s.is_finite()) {
-                            return Err(ConfigError::invalid(key("shape"), "must be positive"));
-                        }
-                    }
-                    if p.stride == 0 {
-                        return Err(ConfigError::invalid(key("stride"), "must be positive"));
-                    }
-                    for (j, c) in p.cpu_nodes.iter().enumerate() {
-                        check_node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
-                    }
-                    check_policy(key("policy"), &p.policy)?;
-                }
-                WorkloadConfig::Stream(s) => {
-                    if s.array_elements < 512 {
-                        return Err(ConfigError::invalid(
-                            key("array_elements"),
-                            "must be at least 512 (one page)",
-                        ));
-                    }
-                    if s.array_elements > (1u64 << 36) {
-                        return Err(ConfigError::invalid(key("array_elements"), "is too large"));
-                    }
-                    if s.threads == 0 || s.threads > 1024 {
-                        return Err(ConfigError::invalid(
-                            key("threads"),
-                            "must be within 1..1024",
-                        ));
-                    }
-                    if s.ntimes < 2 {
-                        return Err(ConfigError::invalid(
-                            key("ntimes"),
-                            "must be at least 2 (the first iteration is discarded)",
-                        ));
-                    }
-                    if s.mlp == 0 || s.mlp > 256 {
-                        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
-                    }
-                    if let Some(c) = s.cpu_node {
-                        check_node(key("cpu_node"), c, true)?;
-                    }
-                    check_policy(key("policy"), &s.policy)?;
-                    check_mbind(format!("workloads[{i}]"), &s.mbind, &w.regions())?;
-                }
-                WorkloadConfig::Mlc(m) => {
-                    if m.bw_threads > 1024 {
-                        return Err(ConfigError::invalid(
-                            key("bw_threads"),
-                            "must be at most 1024",
-                        ));
-                    }
-                    if m.bw_threads == 0 && !m.latency_thread {
-                        return Err(ConfigError::invalid(
-                            key("bw_threads"),
-                            "no threads: set bw_threads > 0 or latency_thread = true",
-                        ));
-                    }
-                    if !(m.cpu_ghz > 0.1 && m.cpu_ghz < 10.0) {
-                        return Err(ConfigError::invalid(
-                            key("cpu_ghz"),
-                            "must be within 0.1..10",
-                        ));
-                    }
-                    if m.mlp == 0 || m.mlp > 256 {
-                        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
-                    }
-                    if m.buffer.0 < crate::units::PAGE_SIZE
-                        || m.latency_buffer.0 < crate::units::PAGE_SIZE
-                    {
-                        return Err(ConfigError::invalid(
-                            key("buffer"),
-                            "buffers must be at least one page",
-                        ));
-                    }
-                    if let Some(c) = m.cpu_node {
-                        check_node(key("cpu_node"), c, true)?;
-                    }
-                    check_policy(key("policy"), &m.policy)?;
-                    check_mbind(format!("workloads[{i}]"), &m.mbind, &w.regions())?;
-                }
-                WorkloadConfig::Xsbench(x) => {
-                    if x.threads == 0 || x.threads > 1024 {
-                        return Err(ConfigError::invalid(
-                            key("threads"),
-                            "must be within 1..1024",
-                        ));
-                    }
-                    if x.lookups < x.threads as u64 {
-                        return Err(ConfigError::invalid(
-                            key("lookups"),
-                            "must be at least one per thread",
-                        ));
-                    }
-                    if let Some(g) = x.gridpoints {
-                        if !(16..=10_000_000).contains(&g) {
-                            return Err(ConfigError::invalid(
-                                key("gridpoints"),
-                                "must be within 16..10000000",
-                            ));
-                        }
-                    }
-                    let (iso, gp) = x.size.dims();
-                    let gp = x.gridpoints.unwrap_or(gp);
-                    // The index grid (n_iso² · n_gp ints) dominates; the page table is u32-indexed.
-                    if iso * iso * gp * 4 / crate::units::PAGE_SIZE > u32::MAX as u64 / 2 {
-                        return Err(ConfigError::invalid(
-                            key("size"),
-                            "the grids are too large to simulate (at most 8TiB)",
-                        ));
-                    }
-                    if x.cached_levels > 40 {
-                        return Err(ConfigError::invalid(
-                            key("cached_levels"),
-                            "must be at most 40",
-                        ));
-                    }
-                    if let Some(c) = x.cpu_node {
-                        check_node(key("cpu_node"), c, true)?;
-                    }
-                    check_policy(key("policy"), &x.policy)?;
-                    check_mbind(format!("workloads[{i}]"), &x.mbind, &w.regions())?;
-                }
-                WorkloadConfig::Parsec(p) => {
-                    p.validate()
-                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
-                    if let Some(c) = p.cpu_node {
-                        check_node(key("cpu_node"), c, true)?;
-                    }
-                }
-                WorkloadConfig::Hotregions(h) => {
-                    h.validate()
-                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
-                    if let Some(c) = h.cpu_node {
-                        check_node(key("cpu_node"), c, true)?;
-                    }
-                }
-                WorkloadConfig::VmGuest(g) => {
-                    g.validate(&format!("workloads[{i}]"))?;
-                    for (j, c) in g.cpu_nodes.iter().enumerate() {
-                        check_node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
-                    }
-                }
-                WorkloadConfig::Trace(t) => {
-                    if t.file.is_empty() {
-                        return Err(ConfigError::invalid(key("file"), "must name a trace file"));
-                    }
-                    if t.processes == 0 || t.processes > 4096 {
-                        return Err(ConfigError::invalid(
-                            key("processes"),
-                            "must be within 1..4096",
-                        ));
-                    }
-                    for (f, v, lo, hi) in [
-                        ("cpi", t.cpi, 0.01, 1000.0),
-                        ("cpu_ghz", t.cpu_ghz, 0.1, 10.0),
-                        ("time_scale", t.time_scale, 0.0, 1e6),
-                    ] {
-                        if !(v >= lo && v <= hi) {
-                            return Err(ConfigError::invalid(
-                                key(f),
-                                format!("must be within {lo}..{hi} (got {v})"),
-                            ));
-                        }
-                    }
-                    if t.mlp == 0 || t.mlp > 256 {
-                        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
-                    }
-                    if let Some(c) = t.cpu_node {
-                        check_node(key("cpu_node"), c, true)?;
-                    }
-                    check_policy(key("policy"), &t.policy)?;
-                }
-                WorkloadConfig::Synthetic(s) => {
-                    s.validate(n)
-                        .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
-                    if let Some(c) = s.cpu_node {
-                        check_node(key("cpu_node"), c, true)?;
-                    }
-                    check_policy(key("policy"), &s.policy)?;
-                }
-            }
+        Ok(())
+    }
+}
+
+/// The node, policy and mbind checks every workload type shares.
+struct NodeChecks<'a> {
+    topo: &'a crate::topology::Topology,
+    n: usize,
+}
+
+impl NodeChecks<'_> {
+    /// `id` is a node of the machine (with CPUs when threads run there).
+    fn node(&self, key: String, id: NodeId, need_cpus: bool) -> Result<(), ConfigError> {
+        let n = self.n;
+        if id.idx() >= n {
+            return Err(ConfigError::invalid(
+                key,
+                format!(
+                    "node {} does not exist (the machine has nodes 0..{})",
+                    id.0,
+                    n - 1
+                ),
+            ));
+        }
+        if need_cpus && !self.topo.nodes[id.idx()].has_cpus() {
+            return Err(ConfigError::invalid(
+                key,
+                format!("node {} has no CPUs to run threads on", id.0),
+            ));
         }
         Ok(())
     }
+
+    fn policy(&self, key: String, p: &MemPolicy) -> Result<(), ConfigError> {
+        p.validate(self.n)
+            .map_err(|m| ConfigError::invalid(key.clone(), m))
+    }
+
+    /// Each `mbind` names a region of the workload and a valid policy.
+    fn mbind(
+        &self,
+        prefix: &str,
+        list: &[MbindConfig],
+        regions: &[String],
+    ) -> Result<(), ConfigError> {
+        for (j, m) in list.iter().enumerate() {
+            let k = format!("{prefix}.mbind[{j}]");
+            let hits = regions
+                .iter()
+                .filter(|r| region_matches(&m.region, r))
+                .count();
+            if hits == 0 {
+                return Err(ConfigError::invalid(
+                    format!("{k}.region"),
+                    format!(
+                        "no region named {:?} (this workload has {})",
+                        m.region,
+                        regions.join(", ")
+                    ),
+                ));
+            }
+            self.policy(format!("{k}.policy"), &m.policy)?;
+        }
+        Ok(())
+    }
+}
+
+/// `[[workloads]]` of type `pmbench`.
+fn check_pmbench(
+    p: &PmbenchConfig,
+    key: &dyn Fn(&str) -> String,
+    chk: &NodeChecks,
+) -> Result<(), ConfigError> {
+    if p.processes == 0 || p.processes > 4096 {
+        return Err(ConfigError::invalid(
+            key("processes"),
+            "must be within 1..4096",
+        ));
+    }
+    if p.threads == 0 || p.threads > 1024 {
+        return Err(ConfigError::invalid(
+            key("threads"),
+            "must be within 1..1024",
+        ));
+    }
+    if p.mapsize.0 < crate::units::PAGE_SIZE {
+        return Err(ConfigError::invalid(
+            key("mapsize"),
+            "must be at least one page (4096)",
+        ));
+    }
+    if p.mapsize.pages_ceil().0 > u32::MAX as u64 / 2 {
+        return Err(ConfigError::invalid(
+            key("mapsize"),
+            "is too large (at most 8TiB)",
+        ));
+    }
+    if let Some(s) = p.setsize {
+        if s > p.mapsize || s.0 < crate::units::PAGE_SIZE {
+            return Err(ConfigError::invalid(
+                key("setsize"),
+                "must be between one page and mapsize",
+            ));
+        }
+    }
+    if p.read_ratio > 100 {
+        return Err(ConfigError::invalid(
+            key("read_ratio"),
+            format!("is a percentage 0..100 (got {})", p.read_ratio),
+        ));
+    }
+    if let Some(s) = p.shape {
+        if !(s > 0.0 && s.is_finite()) {
+            return Err(ConfigError::invalid(key("shape"), "must be positive"));
+        }
+    }
+    if p.stride == 0 {
+        return Err(ConfigError::invalid(key("stride"), "must be positive"));
+    }
+    for (j, c) in p.cpu_nodes.iter().enumerate() {
+        chk.node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
+    }
+    chk.policy(key("policy"), &p.policy)?;
+    Ok(())
+}
+
+/// `[[workloads]]` of type `stream`.
+fn check_stream(
+    s: &StreamConfig,
+    key: &dyn Fn(&str) -> String,
+    chk: &NodeChecks,
+    regions: Vec<String>,
+) -> Result<(), ConfigError> {
+    if s.array_elements < 512 {
+        return Err(ConfigError::invalid(
+            key("array_elements"),
+            "must be at least 512 (one page)",
+        ));
+    }
+    if s.array_elements > (1u64 << 36) {
+        return Err(ConfigError::invalid(key("array_elements"), "is too large"));
+    }
+    if s.threads == 0 || s.threads > 1024 {
+        return Err(ConfigError::invalid(
+            key("threads"),
+            "must be within 1..1024",
+        ));
+    }
+    if s.ntimes < 2 {
+        return Err(ConfigError::invalid(
+            key("ntimes"),
+            "must be at least 2 (the first iteration is discarded)",
+        ));
+    }
+    if s.mlp == 0 || s.mlp > 256 {
+        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
+    }
+    if let Some(c) = s.cpu_node {
+        chk.node(key("cpu_node"), c, true)?;
+    }
+    chk.policy(key("policy"), &s.policy)?;
+    chk.mbind(&key(""), &s.mbind, &regions)?;
+    Ok(())
+}
+
+/// `[[workloads]]` of type `mlc`.
+fn check_mlc(
+    m: &MlcConfig,
+    key: &dyn Fn(&str) -> String,
+    chk: &NodeChecks,
+    regions: Vec<String>,
+) -> Result<(), ConfigError> {
+    if m.bw_threads > 1024 {
+        return Err(ConfigError::invalid(
+            key("bw_threads"),
+            "must be at most 1024",
+        ));
+    }
+    if m.bw_threads == 0 && !m.latency_thread {
+        return Err(ConfigError::invalid(
+            key("bw_threads"),
+            "no threads: set bw_threads > 0 or latency_thread = true",
+        ));
+    }
+    if !(m.cpu_ghz > 0.1 && m.cpu_ghz < 10.0) {
+        return Err(ConfigError::invalid(
+            key("cpu_ghz"),
+            "must be within 0.1..10",
+        ));
+    }
+    if m.mlp == 0 || m.mlp > 256 {
+        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
+    }
+    if m.buffer.0 < crate::units::PAGE_SIZE || m.latency_buffer.0 < crate::units::PAGE_SIZE {
+        return Err(ConfigError::invalid(
+            key("buffer"),
+            "buffers must be at least one page",
+        ));
+    }
+    if let Some(c) = m.cpu_node {
+        chk.node(key("cpu_node"), c, true)?;
+    }
+    chk.policy(key("policy"), &m.policy)?;
+    chk.mbind(&key(""), &m.mbind, &regions)?;
+    Ok(())
+}
+
+/// `[[workloads]]` of type `xsbench`.
+fn check_xsbench(
+    x: &XsbenchConfig,
+    key: &dyn Fn(&str) -> String,
+    chk: &NodeChecks,
+    regions: Vec<String>,
+) -> Result<(), ConfigError> {
+    if x.threads == 0 || x.threads > 1024 {
+        return Err(ConfigError::invalid(
+            key("threads"),
+            "must be within 1..1024",
+        ));
+    }
+    if x.lookups < x.threads as u64 {
+        return Err(ConfigError::invalid(
+            key("lookups"),
+            "must be at least one per thread",
+        ));
+    }
+    if let Some(g) = x.gridpoints {
+        if !(16..=10_000_000).contains(&g) {
+            return Err(ConfigError::invalid(
+                key("gridpoints"),
+                "must be within 16..10000000",
+            ));
+        }
+    }
+    let (iso, gp) = x.size.dims();
+    let gp = x.gridpoints.unwrap_or(gp);
+    // The index grid (n_iso² · n_gp ints) dominates; the page table is u32-indexed.
+    if iso * iso * gp * 4 / crate::units::PAGE_SIZE > u32::MAX as u64 / 2 {
+        return Err(ConfigError::invalid(
+            key("size"),
+            "the grids are too large to simulate (at most 8TiB)",
+        ));
+    }
+    if x.cached_levels > 40 {
+        return Err(ConfigError::invalid(
+            key("cached_levels"),
+            "must be at most 40",
+        ));
+    }
+    if let Some(c) = x.cpu_node {
+        chk.node(key("cpu_node"), c, true)?;
+    }
+    chk.policy(key("policy"), &x.policy)?;
+    chk.mbind(&key(""), &x.mbind, &regions)?;
+    Ok(())
+}
+
+/// `[[workloads]]` of type `trace`.
+fn check_trace(
+    t: &TraceConfig,
+    key: &dyn Fn(&str) -> String,
+    chk: &NodeChecks,
+) -> Result<(), ConfigError> {
+    if t.file.is_empty() {
+        return Err(ConfigError::invalid(key("file"), "must name a trace file"));
+    }
+    if t.processes == 0 || t.processes > 4096 {
+        return Err(ConfigError::invalid(
+            key("processes"),
+            "must be within 1..4096",
+        ));
+    }
+    for (f, v, lo, hi) in [
+        ("cpi", t.cpi, 0.01, 1000.0),
+        ("cpu_ghz", t.cpu_ghz, 0.1, 10.0),
+        ("time_scale", t.time_scale, 0.0, 1e6),
+    ] {
+        if !(v >= lo && v <= hi) {
+            return Err(ConfigError::invalid(
+                key(f),
+                format!("must be within {lo}..{hi} (got {v})"),
+            ));
+        }
+    }
+    if t.mlp == 0 || t.mlp > 256 {
+        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
+    }
+    if let Some(c) = t.cpu_node {
+        chk.node(key("cpu_node"), c, true)?;
+    }
+    chk.policy(key("policy"), &t.policy)?;
+    Ok(())
 }
 
 fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigError> {
