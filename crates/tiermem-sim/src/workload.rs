@@ -11,7 +11,8 @@ use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 use tiermem_core::config::{
-    MlcConfig, MlcTraffic, PmbenchConfig, PmbenchPattern, SimConfig, StreamConfig, WorkloadConfig,
+    MlcConfig, MlcTraffic, PmbenchConfig, PmbenchPattern, SimConfig, StreamConfig, TraceConfig,
+    WorkloadConfig, XsbenchConfig,
 };
 use tiermem_core::topology::Topology;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, LINE_SIZE, PAGE_SIZE};
@@ -664,132 +665,13 @@ pub fn build(
     for (wi, w) in cfg.workloads.iter().enumerate() {
         match w {
             WorkloadConfig::Pmbench(p) => {
-                let name = p.name.clone().unwrap_or_else(|| format!("pmbench{wi}"));
-                let cpu_nodes = if p.cpu_nodes.is_empty() {
-                    vec![first_cpu]
-                } else {
-                    p.cpu_nodes.clone()
-                };
-                let pages = p.mapsize.pages_ceil().0 as u32;
-                for pi in 0..p.processes {
-                    let cpu = cpu_nodes[pi as usize % cpu_nodes.len()];
-                    let proc = kernel.add_process(
-                        format!("{name}.{pi}"),
-                        cpu,
-                        p.policy.clone(),
-                        vec![("map".into(), pages, None)],
-                    )?;
-                    for t in 0..p.threads {
-                        threads.push(ThreadSpec {
-                            workload: wi,
-                            proc,
-                            cpu_node: cpu,
-                            mlp: 1,
-                            cpu_per_access: p.cpu_per_access.unwrap_or(topo.cpu_per_access),
-                            cpu_per_line: SimDuration::ZERO,
-                            cpu_per_line_from_run: false,
-                            start: p.start,
-                            run_duration: p.duration,
-                            barrier_group: None,
-                            generator: Generator::Pmbench(PmbenchGen::new(p, t)),
-                            latency_probe: false,
-                            pace: None,
-                        });
-                    }
-                }
+                threads.extend(build_pmbench(p, wi, first_cpu, topo, kernel)?)
             }
             WorkloadConfig::Stream(s) => {
-                let name = s.name.clone().unwrap_or_else(|| format!("stream{wi}"));
-                let cpu = s.cpu_node.unwrap_or(first_cpu);
-                let pages = (s.array_elements * 8).div_ceil(PAGE_SIZE) as u32;
-                let proc = kernel.add_process(
-                    name,
-                    cpu,
-                    s.policy.clone(),
-                    vec![
-                        ("a".into(), pages, None),
-                        ("b".into(), pages, None),
-                        ("c".into(), pages, None),
-                    ],
-                )?;
-                prepare_regions(kernel, proc, &s.mbind, s.populate);
-                let group = barrier_groups;
-                barrier_groups += 1;
-                for t in 0..s.threads {
-                    threads.push(ThreadSpec {
-                        workload: wi,
-                        proc,
-                        cpu_node: cpu,
-                        mlp: s.mlp,
-                        cpu_per_access: SimDuration::ZERO,
-                        cpu_per_line: s.cpu_per_line,
-                        cpu_per_line_from_run: false,
-                        start: s.start,
-                        run_duration: None,
-                        barrier_group: Some(group),
-                        generator: Generator::Stream(StreamGen::new(s, [0, pages, 2 * pages], t)),
-                        latency_probe: false,
-                        pace: None,
-                    });
-                }
+                threads.extend(build_stream(s, wi, first_cpu, kernel, &mut barrier_groups)?)
             }
             WorkloadConfig::Mlc(m) => {
-                let name = m.name.clone().unwrap_or_else(|| format!("mlc{wi}"));
-                let cpu = m.cpu_node.unwrap_or(first_cpu);
-                let bw_pages = m.buffer.pages_ceil().0 as u32;
-                let lat_pages = m.latency_buffer.pages_ceil().0 as u32;
-                let mut vmas: Vec<(String, u32, Option<_>)> = (0..m.bw_threads)
-                    .map(|t| (format!("buf{t}"), bw_pages, None))
-                    .collect();
-                if m.latency_thread {
-                    vmas.push(("latbuf".into(), lat_pages, None));
-                }
-                let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas)?;
-                prepare_regions(kernel, proc, &m.mbind, m.populate);
-                let group = barrier_groups;
-                barrier_groups += 1;
-                let per_line = SimDuration::from_ns_f64(m.delay_cycles as f64 / m.cpu_ghz);
-                for t in 0..m.bw_threads {
-                    threads.push(ThreadSpec {
-                        workload: wi,
-                        proc,
-                        cpu_node: cpu,
-                        mlp: m.mlp,
-                        cpu_per_access: SimDuration::ZERO,
-                        cpu_per_line: per_line,
-                        cpu_per_line_from_run: true,
-                        start: m.start,
-                        run_duration: m.duration,
-                        barrier_group: Some(group),
-                        generator: Generator::MlcBw(MlcBwGen::new(
-                            t * bw_pages,
-                            bw_pages,
-                            m.traffic,
-                        )),
-                        latency_probe: false,
-                        pace: None,
-                    });
-                }
-                if m.latency_thread {
-                    threads.push(ThreadSpec {
-                        workload: wi,
-                        proc,
-                        cpu_node: cpu,
-                        mlp: 1,
-                        cpu_per_access: SimDuration::from_ns(1),
-                        cpu_per_line: SimDuration::ZERO,
-                        cpu_per_line_from_run: false,
-                        start: m.start,
-                        run_duration: m.duration,
-                        barrier_group: Some(group),
-                        generator: Generator::MlcLat(MlcLatGen::new(
-                            m.bw_threads * bw_pages,
-                            lat_pages,
-                        )),
-                        latency_probe: true,
-                        pace: None,
-                    });
-                }
+                threads.extend(build_mlc(m, wi, first_cpu, kernel, &mut barrier_groups)?)
             }
             WorkloadConfig::Parsec(p) => {
                 let name = p.name.clone().unwrap_or_else(|| format!("parsec{wi}"));
@@ -823,50 +705,13 @@ pub fn build(
                 kernel,
                 &mut barrier_groups,
             )?),
-            WorkloadConfig::Xsbench(x) => {
-                let name = x.name.clone().unwrap_or_else(|| format!("xsbench{wi}"));
-                let cpu = x.cpu_node.unwrap_or(first_cpu);
-                let bytes = crate::xsbench::XsLayout::region_bytes(x);
-                let pages = bytes.map(|b| b.div_ceil(PAGE_SIZE) as u32);
-                let proc = kernel.add_process(
-                    name,
-                    cpu,
-                    x.policy.clone(),
-                    vec![
-                        ("energy".into(), pages[0], None),
-                        ("index".into(), pages[1], None),
-                        ("nuclide".into(), pages[2], None),
-                    ],
-                )?;
-                prepare_regions(kernel, proc, &x.mbind, x.populate);
-                let base = [0, pages[0], pages[0] + pages[1]];
-                let layout = std::sync::Arc::new(crate::xsbench::XsLayout::new(x, base));
-                let group = barrier_groups;
-                barrier_groups += 1;
-                for t in 0..x.threads {
-                    threads.push(ThreadSpec {
-                        workload: wi,
-                        proc,
-                        cpu_node: cpu,
-                        // Dependent search reads run one at a time; the row and nuclide reads
-                        // are marked streaming and overlap (STREAM_MLP).
-                        mlp: 1,
-                        cpu_per_access: x.cpu_per_nuclide,
-                        cpu_per_line: SimDuration::ZERO,
-                        cpu_per_line_from_run: false,
-                        start: x.start,
-                        run_duration: None,
-                        barrier_group: Some(group),
-                        generator: Generator::Xsbench(crate::xsbench::XsbenchGen::new(
-                            layout.clone(),
-                            x,
-                            t,
-                        )),
-                        latency_probe: false,
-                        pace: None,
-                    });
-                }
-            }
+            WorkloadConfig::Xsbench(x) => threads.extend(build_xsbench(
+                x,
+                wi,
+                first_cpu,
+                kernel,
+                &mut barrier_groups,
+            )?),
             WorkloadConfig::Synthetic(s) => threads.extend(crate::synthetic::build(
                 s,
                 wi,
@@ -874,56 +719,262 @@ pub fn build(
                 topo.cpu_per_access,
                 kernel,
             )?),
-            WorkloadConfig::Trace(t) => {
-                let name = t.name.clone().unwrap_or_else(|| format!("trace{wi}"));
-                let cpu = t.cpu_node.unwrap_or(first_cpu);
-                let layout = std::sync::Arc::new(
-                    crate::trace_replay::TraceLayout::open(&t.file)
-                        .map_err(|e| trace_open_error(wi, e))?,
-                );
-                let mut trace_threads: Vec<u32> =
-                    layout.footer.threads.iter().map(|x| x.0).collect();
-                if trace_threads.is_empty() {
-                    trace_threads.push(0); // an empty trace: one thread that ends at once
-                }
-                let single = trace_threads.len() == 1;
-                for pi in 0..t.processes {
-                    let vmas = layout
-                        .ranges
-                        .iter()
-                        .enumerate()
-                        .map(|(i, r)| (format!("range{i}"), (r.end - r.first) as u32, None))
-                        .collect();
-                    let proc =
-                        kernel.add_process(format!("{name}.{pi}"), cpu, t.policy.clone(), vmas)?;
-                    for &tt in &trace_threads {
-                        threads.push(ThreadSpec {
-                            workload: wi,
-                            proc,
-                            cpu_node: cpu,
-                            mlp: t.mlp,
-                            cpu_per_access: SimDuration::ZERO,
-                            cpu_per_line: SimDuration::ZERO,
-                            cpu_per_line_from_run: false,
-                            start: t.start,
-                            run_duration: None,
-                            barrier_group: None,
-                            generator: Generator::Trace(Box::new(
-                                crate::trace_replay::TraceGen::new(
-                                    layout.clone(),
-                                    (!single).then_some(tt),
-                                    t.cpi,
-                                    t.cpu_ghz,
-                                    t.time_scale,
-                                    t.loops,
-                                ),
-                            )),
-                            latency_probe: false,
-                            pace: None,
-                        });
-                    }
-                }
-            }
+            WorkloadConfig::Trace(t) => threads.extend(build_trace(t, wi, first_cpu, kernel)?),
+        }
+    }
+    Ok(threads)
+}
+
+/// pmbench: `processes` processes of one mapping, `threads` threads each, spread over `cpu_nodes`.
+fn build_pmbench(
+    p: &PmbenchConfig,
+    wi: usize,
+    first_cpu: NodeId,
+    topo: &Topology,
+    kernel: &mut Kernel,
+) -> Result<Vec<ThreadSpec>, crate::SimError> {
+    let mut threads = Vec::new();
+    let name = p.name.clone().unwrap_or_else(|| format!("pmbench{wi}"));
+    let cpu_nodes = if p.cpu_nodes.is_empty() {
+        vec![first_cpu]
+    } else {
+        p.cpu_nodes.clone()
+    };
+    let pages = p.mapsize.pages_ceil().0 as u32;
+    for pi in 0..p.processes {
+        let cpu = cpu_nodes[pi as usize % cpu_nodes.len()];
+        let proc = kernel.add_process(
+            format!("{name}.{pi}"),
+            cpu,
+            p.policy.clone(),
+            vec![("map".into(), pages, None)],
+        )?;
+        for t in 0..p.threads {
+            threads.push(ThreadSpec {
+                workload: wi,
+                proc,
+                cpu_node: cpu,
+                mlp: 1,
+                cpu_per_access: p.cpu_per_access.unwrap_or(topo.cpu_per_access),
+                cpu_per_line: SimDuration::ZERO,
+                cpu_per_line_from_run: false,
+                start: p.start,
+                run_duration: p.duration,
+                barrier_group: None,
+                generator: Generator::Pmbench(PmbenchGen::new(p, t)),
+                latency_probe: false,
+                pace: None,
+            });
+        }
+    }
+    Ok(threads)
+}
+
+/// STREAM: arrays a, b, c in one process; its threads share a barrier group.
+fn build_stream(
+    s: &StreamConfig,
+    wi: usize,
+    first_cpu: NodeId,
+    kernel: &mut Kernel,
+    barrier_groups: &mut usize,
+) -> Result<Vec<ThreadSpec>, crate::SimError> {
+    let mut threads = Vec::new();
+    let name = s.name.clone().unwrap_or_else(|| format!("stream{wi}"));
+    let cpu = s.cpu_node.unwrap_or(first_cpu);
+    let pages = (s.array_elements * 8).div_ceil(PAGE_SIZE) as u32;
+    let proc = kernel.add_process(
+        name,
+        cpu,
+        s.policy.clone(),
+        vec![
+            ("a".into(), pages, None),
+            ("b".into(), pages, None),
+            ("c".into(), pages, None),
+        ],
+    )?;
+    prepare_regions(kernel, proc, &s.mbind, s.populate);
+    let group = *barrier_groups;
+    *barrier_groups += 1;
+    for t in 0..s.threads {
+        threads.push(ThreadSpec {
+            workload: wi,
+            proc,
+            cpu_node: cpu,
+            mlp: s.mlp,
+            cpu_per_access: SimDuration::ZERO,
+            cpu_per_line: s.cpu_per_line,
+            cpu_per_line_from_run: false,
+            start: s.start,
+            run_duration: None,
+            barrier_group: Some(group),
+            generator: Generator::Stream(StreamGen::new(s, [0, pages, 2 * pages], t)),
+            latency_probe: false,
+            pace: None,
+        });
+    }
+    Ok(threads)
+}
+
+/// MLC: one buffer per bandwidth thread, plus the latency thread's buffer; one barrier group.
+fn build_mlc(
+    m: &MlcConfig,
+    wi: usize,
+    first_cpu: NodeId,
+    kernel: &mut Kernel,
+    barrier_groups: &mut usize,
+) -> Result<Vec<ThreadSpec>, crate::SimError> {
+    let mut threads = Vec::new();
+    let name = m.name.clone().unwrap_or_else(|| format!("mlc{wi}"));
+    let cpu = m.cpu_node.unwrap_or(first_cpu);
+    let bw_pages = m.buffer.pages_ceil().0 as u32;
+    let lat_pages = m.latency_buffer.pages_ceil().0 as u32;
+    let mut vmas: Vec<(String, u32, Option<_>)> = (0..m.bw_threads)
+        .map(|t| (format!("buf{t}"), bw_pages, None))
+        .collect();
+    if m.latency_thread {
+        vmas.push(("latbuf".into(), lat_pages, None));
+    }
+    let proc = kernel.add_process(name, cpu, m.policy.clone(), vmas)?;
+    prepare_regions(kernel, proc, &m.mbind, m.populate);
+    let group = *barrier_groups;
+    *barrier_groups += 1;
+    let per_line = SimDuration::from_ns_f64(m.delay_cycles as f64 / m.cpu_ghz);
+    for t in 0..m.bw_threads {
+        threads.push(ThreadSpec {
+            workload: wi,
+            proc,
+            cpu_node: cpu,
+            mlp: m.mlp,
+            cpu_per_access: SimDuration::ZERO,
+            cpu_per_line: per_line,
+            cpu_per_line_from_run: true,
+            start: m.start,
+            run_duration: m.duration,
+            barrier_group: Some(group),
+            generator: Generator::MlcBw(MlcBwGen::new(t * bw_pages, bw_pages, m.traffic)),
+            latency_probe: false,
+            pace: None,
+        });
+    }
+    if m.latency_thread {
+        threads.push(ThreadSpec {
+            workload: wi,
+            proc,
+            cpu_node: cpu,
+            mlp: 1,
+            cpu_per_access: SimDuration::from_ns(1),
+            cpu_per_line: SimDuration::ZERO,
+            cpu_per_line_from_run: false,
+            start: m.start,
+            run_duration: m.duration,
+            barrier_group: Some(group),
+            generator: Generator::MlcLat(MlcLatGen::new(m.bw_threads * bw_pages, lat_pages)),
+            latency_probe: true,
+            pace: None,
+        });
+    }
+    Ok(threads)
+}
+
+/// XSBench: the energy, index and nuclide grids in one process; one barrier group.
+fn build_xsbench(
+    x: &XsbenchConfig,
+    wi: usize,
+    first_cpu: NodeId,
+    kernel: &mut Kernel,
+    barrier_groups: &mut usize,
+) -> Result<Vec<ThreadSpec>, crate::SimError> {
+    let mut threads = Vec::new();
+    let name = x.name.clone().unwrap_or_else(|| format!("xsbench{wi}"));
+    let cpu = x.cpu_node.unwrap_or(first_cpu);
+    let bytes = crate::xsbench::XsLayout::region_bytes(x);
+    let pages = bytes.map(|b| b.div_ceil(PAGE_SIZE) as u32);
+    let proc = kernel.add_process(
+        name,
+        cpu,
+        x.policy.clone(),
+        vec![
+            ("energy".into(), pages[0], None),
+            ("index".into(), pages[1], None),
+            ("nuclide".into(), pages[2], None),
+        ],
+    )?;
+    prepare_regions(kernel, proc, &x.mbind, x.populate);
+    let base = [0, pages[0], pages[0] + pages[1]];
+    let layout = std::sync::Arc::new(crate::xsbench::XsLayout::new(x, base));
+    let group = *barrier_groups;
+    *barrier_groups += 1;
+    for t in 0..x.threads {
+        threads.push(ThreadSpec {
+            workload: wi,
+            proc,
+            cpu_node: cpu,
+            // Dependent search reads run one at a time; the row and nuclide reads
+            // are marked streaming and overlap (STREAM_MLP).
+            mlp: 1,
+            cpu_per_access: x.cpu_per_nuclide,
+            cpu_per_line: SimDuration::ZERO,
+            cpu_per_line_from_run: false,
+            start: x.start,
+            run_duration: None,
+            barrier_group: Some(group),
+            generator: Generator::Xsbench(crate::xsbench::XsbenchGen::new(layout.clone(), x, t)),
+            latency_probe: false,
+            pace: None,
+        });
+    }
+    Ok(threads)
+}
+
+/// A trace replay: the trace's ranges as VMAs, one thread per trace thread, per process.
+fn build_trace(
+    t: &TraceConfig,
+    wi: usize,
+    first_cpu: NodeId,
+    kernel: &mut Kernel,
+) -> Result<Vec<ThreadSpec>, crate::SimError> {
+    let mut threads = Vec::new();
+    let name = t.name.clone().unwrap_or_else(|| format!("trace{wi}"));
+    let cpu = t.cpu_node.unwrap_or(first_cpu);
+    let layout = std::sync::Arc::new(
+        crate::trace_replay::TraceLayout::open(&t.file).map_err(|e| trace_open_error(wi, e))?,
+    );
+    let mut trace_threads: Vec<u32> = layout.footer.threads.iter().map(|x| x.0).collect();
+    if trace_threads.is_empty() {
+        trace_threads.push(0); // an empty trace: one thread that ends at once
+    }
+    let single = trace_threads.len() == 1;
+    for pi in 0..t.processes {
+        let vmas = layout
+            .ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("range{i}"), (r.end - r.first) as u32, None))
+            .collect();
+        let proc = kernel.add_process(format!("{name}.{pi}"), cpu, t.policy.clone(), vmas)?;
+        for &tt in &trace_threads {
+            threads.push(ThreadSpec {
+                workload: wi,
+                proc,
+                cpu_node: cpu,
+                mlp: t.mlp,
+                cpu_per_access: SimDuration::ZERO,
+                cpu_per_line: SimDuration::ZERO,
+                cpu_per_line_from_run: false,
+                start: t.start,
+                run_duration: None,
+                barrier_group: None,
+                generator: Generator::Trace(Box::new(crate::trace_replay::TraceGen::new(
+                    layout.clone(),
+                    (!single).then_some(tt),
+                    t.cpi,
+                    t.cpu_ghz,
+                    t.time_scale,
+                    t.loops,
+                ))),
+                latency_probe: false,
+                pace: None,
+            });
         }
     }
     Ok(threads)
