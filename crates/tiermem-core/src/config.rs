@@ -1688,7 +1688,9 @@ pub fn resolve_toml(text: &str, origin: &str) -> Result<toml::Value, ConfigError
     Ok(value)
 }
 
-fn expand_machine_preset(value: &mut toml::Value) -> Result<(), ConfigError> {
+/// Replace `machine = "NAME"` (or a `[machine]` table with `preset = "NAME"` and
+/// overrides) with the preset's table.
+pub fn expand_machine_preset(value: &mut toml::Value) -> Result<(), ConfigError> {
     let Some(table) = value.as_table_mut() else {
         return Err(ConfigError::invalid("", "the config must be a TOML table"));
     };

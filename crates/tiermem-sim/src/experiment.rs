@@ -2,8 +2,9 @@
 //! published numbers beside them, a Markdown report and plot specifications.
 //!
 //! An experiment is data ([`Experiment`]): a list of variants, each a fully resolved TOML
-//! config, plus which metrics to tabulate and which plots to draw. Built-ins are generated
-//! here; users write the same thing as a TOML file:
+//! config, plus which metrics to tabulate and which plots to draw. Every experiment is a
+//! TOML file (the built-ins are `experiments/*.toml`, embedded; the format is in
+//! [`crate::experiment_file`]), for example:
 //!
 //! ```toml
 //! name = "my-experiment"
@@ -23,12 +24,11 @@
 
 use crate::engine::Simulation;
 use crate::SimError;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tiermem_core::config::{resolve_toml, set_path, SimConfig};
+use tiermem_core::config::SimConfig;
 use tiermem_core::topology::Topology;
-use tiermem_core::ConfigError;
 
 /// One variant of an experiment.
 #[derive(Clone, Debug)]
@@ -43,7 +43,8 @@ pub struct Variant {
 }
 
 /// Metrics computed after a run from the summary and the topology.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Derive {
     /// Loaded-latency check: the curve's latency at the measured bandwidth of `node`, and
     /// the relative error of the measured latency against it.
@@ -69,19 +70,25 @@ pub enum Derive {
 }
 
 /// A plot request, rendered by the Python package.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlotSpec {
     pub file: String,
     #[serde(rename = "type")]
     pub kind: String,
     pub title: String,
+    #[serde(default)]
     pub x: Option<String>,
     pub y: Vec<String>,
+    #[serde(default)]
     pub variants: Option<Vec<String>>,
+    #[serde(default)]
     pub xlabel: Option<String>,
+    #[serde(default)]
     pub ylabel: Option<String>,
+    #[serde(default)]
     pub logx: bool,
-    #[serde(rename = "kind")]
+    #[serde(rename = "kind", default)]
     pub timeline_kind: Option<String>,
 }
 
@@ -131,6 +138,20 @@ impl Expect {
             Expect::AtLeastFactor(f) => format!("at least {f}×"),
             Expect::Within(f) => format!("within ±{} %", f * 100.0),
             Expect::Reported => "–".into(),
+        }
+    }
+
+    /// The experiment-file spelling ([`Expect::parse`] reads it back).
+    pub fn spelling(self) -> String {
+        match self {
+            Expect::Higher => "higher".into(),
+            Expect::Lower => "lower".into(),
+            Expect::NotLower => "not-lower".into(),
+            Expect::NotHigher => "not-higher".into(),
+            Expect::Reported => "reported".into(),
+            Expect::AtMostFraction(f) => format!("at-most:{f}"),
+            Expect::AtLeastFactor(f) => format!("at-least:{f}"),
+            Expect::Within(f) => format!("within:{f}"),
         }
     }
 
@@ -249,444 +270,83 @@ pub struct Experiment {
     pub steps: Vec<Step>,
 }
 
-/// Names and one-line descriptions of the built-in experiments.
-pub fn builtins() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("loaded-latency", "MLC-style loaded-latency sweep per node; must return the input latency curve"),
-        ("stream-placement", "STREAM bound to each node of the seed-002 DDR5 + CXL machine, against the published rates"),
-        ("seed-001-hot-page-selection", "Seed 001: MRU base, hot-page selection, rate limit and auto threshold on DRAM + Optane (pmbench 80:20)"),
-        ("seed-000-tiering", "Seed 000: NUMA balancing off / NORMAL / memory tiering on DRAM + Optane, and the rejected choice a"),
-        ("seed-004-damon-reclaim", "DAMON_RECLAIM with time quotas and prioritisation on PARSEC3/SPLASH-2X-shaped workloads (reduced scale; -full for full scale), against the RFC's table"),
-        ("seed-003-ksm-numa", "KSM with merge_across_nodes 1 and 0 on 2-, 4- and 8-node machines: spread of guest access times, pages shared"),
-        ("seed-002-weighted-interleave", "Seed 002: STREAM, MLC W2/W5 and XSBench under DRAM-only, default and weighted interleave, the weight tuner's sweep and the auto weights, against the published numbers"),
-    ]
+/// The built-in experiments: the files under `experiments/`, embedded in the binary; the
+/// listed ones are what `--list` shows and `--all` runs (the `-full` ones take hours).
+const BUILTIN_FILES: [(&str, bool, &str); 9] = [
+    (
+        "loaded-latency",
+        true,
+        include_str!("../../../experiments/loaded-latency.toml"),
+    ),
+    (
+        "stream-placement",
+        true,
+        include_str!("../../../experiments/stream-placement.toml"),
+    ),
+    (
+        "seed-001-hot-page-selection",
+        true,
+        include_str!("../../../experiments/seed-001-hot-page-selection.toml"),
+    ),
+    (
+        "seed-000-tiering",
+        true,
+        include_str!("../../../experiments/seed-000-tiering.toml"),
+    ),
+    (
+        "seed-004-damon-reclaim",
+        true,
+        include_str!("../../../experiments/seed-004-damon-reclaim.toml"),
+    ),
+    (
+        "seed-004-damon-reclaim-full",
+        false,
+        include_str!("../../../experiments/seed-004-damon-reclaim-full.toml"),
+    ),
+    (
+        "seed-003-ksm-numa",
+        true,
+        include_str!("../../../experiments/seed-003-ksm-numa.toml"),
+    ),
+    (
+        "seed-003-ksm-numa-full",
+        false,
+        include_str!("../../../experiments/seed-003-ksm-numa-full.toml"),
+    ),
+    (
+        "seed-002-weighted-interleave",
+        true,
+        include_str!("../../../experiments/seed-002-weighted-interleave.toml"),
+    ),
+];
+
+/// Names and one-line summaries of the listed built-in experiments.
+pub fn builtins() -> Vec<(&'static str, String)> {
+    BUILTIN_FILES
+        .iter()
+        .filter(|(_, listed, _)| *listed)
+        .map(|(name, _, text)| (*name, crate::experiment_file::summary(text)))
+        .collect()
 }
 
-/// Build a built-in experiment by name.
-pub fn builtin(name: &str) -> Option<Experiment> {
-    match name {
-        "loaded-latency" => Some(loaded_latency()),
-        "stream-placement" => Some(stream_placement()),
-        "seed-001-hot-page-selection" => Some(crate::exp_tiering::seed_001()),
-        "seed-000-tiering" => Some(crate::exp_tiering::seed_000()),
-        "seed-004-damon-reclaim" => Some(crate::experiment_damon::seed_004_damon_reclaim(false)),
-        "seed-004-damon-reclaim-full" => {
-            Some(crate::experiment_damon::seed_004_damon_reclaim(true))
-        }
-        "seed-003-ksm-numa" => Some(crate::ksm_experiment::seed_003_ksm_numa(
-            crate::ksm_experiment::Scale::Reduced,
-        )),
-        "seed-003-ksm-numa-full" => Some(crate::ksm_experiment::seed_003_ksm_numa(
-            crate::ksm_experiment::Scale::Full,
-        )),
-        "seed-002-weighted-interleave" => Some(crate::seed002::seed_002_weighted_interleave()),
-        _ => None,
-    }
-}
-
+/// A built-in experiment by name (listed or not).
 #[allow(
     clippy::expect_used,
-    reason = "built-in experiment data (tested by every experiment run)"
+    reason = "the embedded files are tested to parse (experiment_file::tests)"
 )]
-pub(crate) fn cfg_value(text: &str) -> toml::Value {
-    resolve_toml(text, "<built-in>").expect("built-in experiment configs are valid")
+pub fn builtin(name: &str) -> Option<Experiment> {
+    let (_, _, text) = BUILTIN_FILES.iter().find(|(n, _, _)| *n == name)?;
+    Some(
+        crate::experiment_file::parse(text, &format!("experiments/{name}.toml"), None)
+            .expect("built-in experiment files are valid"),
+    )
 }
 
 /// Utilisation from which the loaded-latency check compares bandwidth with `Bsat`
 /// instead of latency with the curve.
 pub const SATURATION_CHECK_U: f64 = 0.95;
 
-/// MLC's default inject-delay list (`workload-models.md` §3).
-pub const MLC_DELAYS: [u64; 19] = [
-    0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000,
-];
-
-fn loaded_latency() -> Experiment {
-    let machine = "ddr5-cxl";
-    let topo = machine_topology(machine);
-    let mut variants = Vec::new();
-    let mut derive = Vec::new();
-    let mut plots = Vec::new();
-    for node in &topo.nodes {
-        let cpu = topo.nearest_cpu_node(node.id);
-        let threads = topo.nodes[cpu.idx()].cpus.saturating_sub(1).max(1);
-        let mut names = Vec::new();
-        for &d in MLC_DELAYS.iter() {
-            let name = format!("node{}-d{d}", node.id.0);
-            let text = format!(
-                "machine = \"{machine}\"\nduration = \"150ms\"\n[sim]\ntick = \"100us\"\nsample_interval = \"10ms\"\n\
-                 [[workloads]]\ntype = \"mlc\"\ntraffic = \"R\"\nbw_threads = {threads}\ndelay_cycles = {d}\nbuffer = \"4MiB\"\n\
-                 latency_buffer = \"8MiB\"\ncpu_node = {}\npolicy = {{ mode = \"bind\", nodes = [{}] }}\n",
-                cpu.0, node.id.0
-            );
-            let mut labels = BTreeMap::new();
-            labels.insert("delay_cycles".into(), d as f64);
-            labels.insert("node".into(), node.id.0 as f64);
-            variants.push(Variant {
-                name: name.clone(),
-                config: cfg_value(&text),
-                published: BTreeMap::new(),
-                labels,
-            });
-            derive.push((
-                name.clone(),
-                Derive::LoadedLatencyCurve {
-                    node: node.id.idx(),
-                    read_fraction: 1.0,
-                },
-            ));
-            names.push(name);
-        }
-        plots.push(PlotSpec {
-            file: format!("loaded-latency-node{}.png", node.id.0),
-            kind: "line".into(),
-            title: format!(
-                "Loaded latency, node {} ({:?}): simulated vs input curve",
-                node.id.0, node.kind
-            ),
-            x: Some("workloads[0].bandwidth_mbps".into()),
-            y: vec!["workloads[0].latency_ns".into(), "curve_latency_ns".into()],
-            variants: Some(names),
-            xlabel: Some("bandwidth (MB/s)".into()),
-            ylabel: Some("latency (ns)".into()),
-            logx: false,
-            timeline_kind: None,
-        });
-    }
-    Experiment {
-        name: "loaded-latency".into(),
-        description: "Intel MLC --loaded_latency style sweep: bandwidth threads with MLC's default inject delays plus a \
-                      dependent-load latency thread, bound to each node of the ddr5-cxl machine. The measured (bandwidth, \
-                      latency) points must lie on the node's input curve L = L0·(1 + a·u^b/(1−u)^g) (workload-models.md §7)."
-            .into(),
-        variants,
-        metrics: vec![
-            "delay_cycles".into(),
-            "workloads[0].bandwidth_mbps".into(),
-            "workloads[0].latency_ns".into(),
-            "curve_latency_ns".into(),
-            "curve_error_pct".into(),
-        ],
-        derive,
-        plots,
-        notes: vec![
-            "curve_error_pct is (simulated − curve)/curve latency at the simulated bandwidth below 95 % utilisation; \
-             from 95 % to the curve's cap (98 %), where it is too steep to compare latencies, (delivered − curve)/curve \
-             bandwidth at the simulated latency; above the cap, where the node is throttled, (delivered − Bsat)/Bsat. \
-             It should stay within ±2 %."
-                .into(),
-        ],
-        steps: Vec::new(),
-    }
-}
-
-fn stream_placement() -> Experiment {
-    let machine = "ddr5-cxl";
-    // Published: seed 002 (Gregory Price, 1 socket + 1 CXL expander, STREAM 400M elements, 64 threads).
-    let published: [(&str, [f64; 4]); 2] = [
-        ("dram", [200923.2, 202123.0, 208873.2, 208523.8]),
-        ("cxl", [22209.7, 22288.2, 24419.1, 24484.6]),
-    ];
-    let mut variants = Vec::new();
-    for (node, (label, pubs)) in published.iter().enumerate() {
-        let text = format!(
-            "machine = \"{machine}\"\nduration = \"3s\"\n[sim]\ntick = \"50us\"\nsample_interval = \"10ms\"\n\
-             [[workloads]]\ntype = \"stream\"\narray_elements = 20000000\nthreads = 64\nntimes = 5\ncpu_node = 0\n\
-             nt_stores = true\npolicy = {{ mode = \"bind\", nodes = [{node}] }}\n"
-        );
-        let mut p = BTreeMap::new();
-        for (k, v) in ["copy", "scale", "add", "triad"].iter().zip(pubs) {
-            p.insert(format!("workloads[0].{k}_mbps"), *v);
-        }
-        variants.push(Variant {
-            name: format!("{label}-only"),
-            config: cfg_value(&text),
-            published: p,
-            labels: BTreeMap::new(),
-        });
-    }
-    Experiment {
-        name: "stream-placement".into(),
-        description: "STREAM (64 threads, arrays bound with MPOL_BIND) on the DDR5 node and on the CXL node of the seed-002 \
-                      machine. Published: seed 002's `numactl --membind` runs (400M elements, 100 iterations); the simulation \
-                      uses 20M elements and 5 iterations, which does not change a bandwidth-bound rate."
-            .into(),
-        variants,
-        metrics: vec![
-            "workloads[0].copy_mbps".into(),
-            "workloads[0].scale_mbps".into(),
-            "workloads[0].add_mbps".into(),
-            "workloads[0].triad_mbps".into(),
-        ],
-        derive: Vec::new(),
-        plots: vec![PlotSpec {
-            file: "stream-placement.png".into(),
-            kind: "bar".into(),
-            title: "STREAM best rate by placement (MB/s)".into(),
-            x: None,
-            y: vec!["workloads[0].copy_mbps".into(), "workloads[0].triad_mbps".into()],
-            variants: None,
-            xlabel: None,
-            ylabel: Some("MB/s".into()),
-            logx: false,
-            timeline_kind: None,
-        }],
-        steps: Vec::new(),
-        notes: vec!["Rates follow STREAM's counting: write-allocate traffic is not counted. The stores do not read for \
-                     ownership (`nt_stores = true`): the published Copy < Triad on both nodes implies it."
-            .into()],
-    }
-}
-
-#[allow(
-    clippy::expect_used,
-    reason = "built-in experiment data (tested by every experiment run)"
-)]
-fn machine_topology(preset: &str) -> Topology {
-    let v = tiermem_core::presets::machine_value(preset).expect("preset exists");
-    let m = tiermem_core::config::typed(v, "machine").expect("preset is valid");
-    Topology::new(&m).expect("preset is valid")
-}
-
-/// Load an experiment from a TOML file.
-pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::whole_file(&origin, format!("cannot read: {e}")))?;
-    // The config parser's TOML step: syntax errors get a line and column.
-    let v = resolve_toml(&text, &origin)?;
-    let t = v.as_table().ok_or_else(|| {
-        ConfigError::invalid("", "an experiment must be a table").in_file(&origin)
-    })?;
-    for k in t.keys() {
-        if ![
-            "name",
-            "description",
-            "base",
-            "metrics",
-            "variants",
-            "notes",
-            "steps",
-        ]
-        .contains(&k.as_str())
-        {
-            return Err(ConfigError::invalid(
-                k.clone(),
-                "unknown key (expected name, description, base, metrics, variants, notes, steps)",
-            )
-            .in_file(&origin));
-        }
-    }
-    let get_str = |k: &str| t.get(k).and_then(|x| x.as_str()).map(str::to_string);
-    let name =
-        get_str("name").ok_or_else(|| ConfigError::invalid("name", "missing").in_file(&origin))?;
-    let base = match t.get("base") {
-        Some(toml::Value::String(p)) => {
-            let bp = path.parent().unwrap_or(Path::new(".")).join(p);
-            let btext = std::fs::read_to_string(&bp).map_err(|e| {
-                ConfigError::invalid("base", format!("cannot read {}: {e}", bp.display()))
-                    .in_file(&origin)
-            })?;
-            resolve_toml(&btext, &bp.display().to_string())?
-        }
-        Some(toml::Value::Table(bt)) => {
-            let s = toml::to_string(bt)
-                .map_err(|e| ConfigError::invalid("base", e.to_string()).in_file(&origin))?;
-            resolve_toml(&s, &origin)?
-        }
-        _ => {
-            return Err(ConfigError::invalid(
-                "base",
-                "missing: a config file path or an inline [base] table",
-            )
-            .in_file(&origin))
-        }
-    };
-    let metrics: Vec<String> = match t.get("metrics") {
-        Some(toml::Value::Array(a)) => a
-            .iter()
-            .map(|m| {
-                m.as_str().map(str::to_string).ok_or_else(|| {
-                    ConfigError::invalid("metrics", "must be strings").in_file(&origin)
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        None => vec!["throughput_accesses_per_s".into(), "mean_latency_ns".into()],
-        _ => {
-            return Err(
-                ConfigError::invalid("metrics", "must be an array of metric paths")
-                    .in_file(&origin),
-            )
-        }
-    };
-    let mut variants = Vec::new();
-    let vs = t
-        .get("variants")
-        .and_then(|x| x.as_array())
-        .ok_or_else(|| {
-            ConfigError::invalid("variants", "missing: at least one [[variants]]").in_file(&origin)
-        })?;
-    for (i, vv) in vs.iter().enumerate() {
-        let key = |f: &str| format!("variants[{i}].{f}");
-        let vt = vv.as_table().ok_or_else(|| {
-            ConfigError::invalid(format!("variants[{i}]"), "must be a table").in_file(&origin)
-        })?;
-        for k in vt.keys() {
-            if !["name", "set", "published"].contains(&k.as_str()) {
-                return Err(ConfigError::invalid(
-                    key(k),
-                    "unknown key (expected name, set, published)",
-                )
-                .in_file(&origin));
-            }
-        }
-        let vname = vt
-            .get("name")
-            .and_then(|x| x.as_str())
-            .ok_or_else(|| ConfigError::invalid(key("name"), "missing").in_file(&origin))?;
-        if !vname
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(ConfigError::invalid(
-                key("name"),
-                "use letters, digits, '-', '_' and '.' only",
-            )
-            .in_file(&origin));
-        }
-        let mut cfg = base.clone();
-        if let Some(set) = vt.get("set") {
-            let st = set.as_table().ok_or_else(|| {
-                ConfigError::invalid(key("set"), "must be a table of path = value").in_file(&origin)
-            })?;
-            for (p, val) in st {
-                set_path(&mut cfg, p, val.clone()).map_err(|e| {
-                    ConfigError::invalid(format!("{}.{}", key("set"), e.key), e.message)
-                        .in_file(&origin)
-                })?;
-            }
-        }
-        SimConfig::from_value(&cfg, &format!("{origin} (variant {vname})"))?;
-        let mut published = BTreeMap::new();
-        if let Some(p) = vt.get("published") {
-            let pt = p.as_table().ok_or_else(|| {
-                ConfigError::invalid(key("published"), "must be a table of metric = number")
-                    .in_file(&origin)
-            })?;
-            for (m, val) in pt {
-                let f = val
-                    .as_float()
-                    .or_else(|| val.as_integer().map(|i| i as f64))
-                    .ok_or_else(|| {
-                        ConfigError::invalid(
-                            format!("{}.{m}", key("published")),
-                            "must be a number",
-                        )
-                        .in_file(&origin)
-                    })?;
-                published.insert(m.clone(), f);
-            }
-        }
-        variants.push(Variant {
-            name: vname.to_string(),
-            config: cfg,
-            published,
-            labels: BTreeMap::new(),
-        });
-    }
-    let notes = t
-        .get("notes")
-        .and_then(|x| x.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let steps = parse_steps(t.get("steps"), &variants, &origin)?;
-    Ok(Experiment {
-        name,
-        description: get_str("description").unwrap_or_default(),
-        variants,
-        metrics,
-        derive: Vec::new(),
-        plots: Vec::new(),
-        notes,
-        steps,
-    })
-}
-
-/// `[[steps]]` of an experiment file: `from`, `to` (variant names), `metric`, `expect`
-/// (see [`Expect::parse`]) and optional `published_pct`.
-fn parse_steps(
-    v: Option<&toml::Value>,
-    variants: &[Variant],
-    origin: &str,
-) -> Result<Vec<Step>, ConfigError> {
-    let Some(v) = v else {
-        return Ok(Vec::new());
-    };
-    let arr = v.as_array().ok_or_else(|| {
-        ConfigError::invalid("steps", "must be an array of [[steps]] tables").in_file(origin)
-    })?;
-    let mut steps = Vec::new();
-    for (i, sv) in arr.iter().enumerate() {
-        let key = |f: &str| format!("steps[{i}].{f}");
-        let t = sv.as_table().ok_or_else(|| {
-            ConfigError::invalid(format!("steps[{i}]"), "must be a table").in_file(origin)
-        })?;
-        for k in t.keys() {
-            if !["from", "to", "metric", "expect", "published_pct"].contains(&k.as_str()) {
-                return Err(ConfigError::invalid(
-                    key(k),
-                    "unknown key (expected from, to, metric, expect, published_pct)",
-                )
-                .in_file(origin));
-            }
-        }
-        let s = |f: &str| {
-            t.get(f)
-                .and_then(|x| x.as_str())
-                .map(str::to_string)
-                .ok_or_else(|| ConfigError::invalid(key(f), "missing (a string)").in_file(origin))
-        };
-        let (from, to, metric, expect) = (s("from")?, s("to")?, s("metric")?, s("expect")?);
-        for (f, name) in [("from", &from), ("to", &to)] {
-            if !variants.iter().any(|v| &v.name == name) {
-                return Err(
-                    ConfigError::invalid(key(f), format!("no variant named {name:?}"))
-                        .in_file(origin),
-                );
-            }
-        }
-        let expect = Expect::parse(&expect).ok_or_else(|| {
-            ConfigError::invalid(
-                key("expect"),
-                format!("{expect:?}: expected higher, lower, not-lower, not-higher, at-most:F, at-least:F, within:F or reported"),
-            )
-            .in_file(origin)
-        })?;
-        let published_pct = match t.get("published_pct") {
-            None => None,
-            Some(x) => Some(
-                x.as_float()
-                    .or_else(|| x.as_integer().map(|i| i as f64))
-                    .ok_or_else(|| {
-                        ConfigError::invalid(key("published_pct"), "must be a number")
-                            .in_file(origin)
-                    })?,
-            ),
-        };
-        steps.push(Step {
-            from,
-            to,
-            metric,
-            published_pct,
-            expect,
-        });
-    }
-    Ok(steps)
-}
+pub use crate::experiment_file::from_file;
 
 /// Results of one variant.
 #[derive(Clone, Debug, Serialize)]
@@ -1184,7 +844,7 @@ mod tests {
         std::fs::write(&p, body("c")).unwrap();
         let err = from_file(&p).unwrap_err();
         assert_eq!(err.key, "steps[0].to");
-        assert!(err.message.contains("no variant named"));
+        assert!(err.message.contains("no variant or derived row named"));
         let results = vec![
             VariantResult {
                 name: "a".into(),

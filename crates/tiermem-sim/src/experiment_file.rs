@@ -1,0 +1,487 @@
+//! Experiment files: an [`Experiment`] as TOML, read by one generic parser. The built-in
+//! experiments are files under `experiments/` too (embedded in the binary), so adding an
+//! experiment means adding a file.
+//!
+//! ```toml
+//! name = "my-experiment"
+//! description = "what it shows"
+//! base = "config.toml"             # relative to this file, or an inline [base] table
+//! metrics = ["throughput_accesses_per_s"]
+//! notes = ["a sentence for the report"]
+//!
+//! [[variants]]
+//! name = "wsf-10"
+//! set = { "kernel.watermark_scale_factor" = 10 }   # dotted paths into the base config
+//! unset = ["kernel.zram"]                           # keys the variant removes
+//! published = { "throughput_accesses_per_s" = 1.0e8 }
+//! labels = { wsf = 10 }                             # copied into the metrics
+//!
+//! [[derive]]                       # metrics computed after the runs
+//! row = "wsf-10"
+//! compute = { kind = "relative-to-baseline", baseline = "wsf-100" }
+//!
+//! [[plots]]                        # drawn from results.json
+//! file = "rate.png"
+//! type = "bar"
+//! title = "..."
+//! y = ["throughput_accesses_per_s"]
+//!
+//! [[steps]]                        # published directions checked by the report
+//! from = "wsf-100"
+//! to = "wsf-10"
+//! metric = "throughput_accesses_per_s"
+//! expect = "lower"                 # higher, lower, not-lower, not-higher, at-most:F, at-least:F, within:F, reported
+//! published_pct = -3.0
+//! ```
+//!
+//! [`to_toml`] writes an experiment in this form (the base is the first variant's config,
+//! each variant the paths where its config differs), so a generated experiment can be
+//! saved as a file and read back to the same variants.
+
+use crate::experiment::{Derive, Expect, Experiment, PlotSpec, Step, Variant};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use tiermem_core::config::{
+    expand_machine_preset, resolve_toml, set_path, split_path, PathPart, SimConfig,
+};
+use tiermem_core::ConfigError;
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    name: String,
+    /// One line for `tiermem experiment --list`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    summary: String,
+    #[serde(default)]
+    description: String,
+    base: toml::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metrics: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
+    variants: Vec<VariantFile>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    derive: Vec<DeriveFile>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    plots: Vec<PlotSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<StepFile>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct VariantFile {
+    name: String,
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    set: toml::Table,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unset: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    published: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    labels: BTreeMap<String, f64>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct DeriveFile {
+    /// The result row the metrics go to (a variant, or a new row for `best-of`).
+    row: String,
+    compute: Derive,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct StepFile {
+    from: String,
+    to: String,
+    metric: String,
+    expect: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    published_pct: Option<f64>,
+}
+
+/// The metrics a file without `metrics` tabulates.
+const DEFAULT_METRICS: [&str; 2] = ["throughput_accesses_per_s", "mean_latency_ns"];
+
+/// Read an experiment file; `dir` resolves a `base` given as a path (`None`: only an
+/// inline `[base]` table is accepted, as for the embedded built-ins).
+pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment, ConfigError> {
+    let value = resolve_toml_plain(text, origin)?;
+    let f: ExperimentFile = serde_path_to_error::deserialize(value).map_err(|e| {
+        let key = e.path().to_string();
+        ConfigError::invalid(
+            if key == "." { String::new() } else { key },
+            e.inner().message(),
+        )
+        .in_file(origin)
+    })?;
+    let base = load_base(&f.base, origin, dir)?;
+    let mut variants = Vec::with_capacity(f.variants.len());
+    for (i, v) in f.variants.iter().enumerate() {
+        variants.push(variant(&base, v, i, origin)?);
+    }
+    // Steps relate variants or rows that derived metrics add (`best-of`).
+    let names: Vec<&str> = variants
+        .iter()
+        .map(|v| v.name.as_str())
+        .chain(f.derive.iter().map(|d| d.row.as_str()))
+        .collect();
+    let steps = f
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| step(s, i, &names, origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Experiment {
+        name: f.name,
+        description: f.description,
+        variants,
+        metrics: f
+            .metrics
+            .unwrap_or_else(|| DEFAULT_METRICS.iter().map(|m| m.to_string()).collect()),
+        derive: f.derive.into_iter().map(|d| (d.row, d.compute)).collect(),
+        plots: f.plots,
+        notes: f.notes,
+        steps,
+    })
+}
+
+/// The `summary` of an experiment file (its `description` when it has none).
+pub fn summary(text: &str) -> String {
+    let v: toml::Table = toml::from_str(text).unwrap_or_default();
+    let get = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    get("summary")
+        .or_else(|| get("description"))
+        .unwrap_or_default()
+}
+
+/// Read an experiment file from disk.
+pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::whole_file(&origin, format!("cannot read: {e}")))?;
+    parse(
+        &text,
+        &origin,
+        Some(path.parent().unwrap_or(Path::new("."))),
+    )
+}
+
+/// TOML syntax errors with line and column (the config parser's reader), without the
+/// machine-preset expansion that belongs to configs, not to experiment files.
+fn resolve_toml_plain(text: &str, origin: &str) -> Result<toml::Value, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+            .unwrap_or(0);
+        ConfigError::whole_file(
+            origin,
+            format!("TOML syntax error at line {line}: {}", e.message()),
+        )
+    })
+}
+
+fn load_base(
+    base: &toml::Value,
+    origin: &str,
+    dir: Option<&Path>,
+) -> Result<toml::Value, ConfigError> {
+    match (base, dir) {
+        (toml::Value::String(p), Some(dir)) => {
+            let bp = dir.join(p);
+            let text = std::fs::read_to_string(&bp).map_err(|e| {
+                ConfigError::invalid("base", format!("cannot read {}: {e}", bp.display()))
+                    .in_file(origin)
+            })?;
+            resolve_toml(&text, &bp.display().to_string())
+        }
+        (toml::Value::String(_), None) => Err(ConfigError::invalid(
+            "base",
+            "a built-in experiment carries its base inline ([base])",
+        )
+        .in_file(origin)),
+        (toml::Value::Table(t), _) => {
+            let text = toml::to_string(t)
+                .map_err(|e| ConfigError::invalid("base", e.to_string()).in_file(origin))?;
+            resolve_toml(&text, origin)
+        }
+        _ => Err(
+            ConfigError::invalid("base", "a config file path or an inline [base] table")
+                .in_file(origin),
+        ),
+    }
+}
+
+/// A variant: the base with its `unset` keys removed and its `set` paths applied,
+/// validated as a simulator config.
+fn variant(
+    base: &toml::Value,
+    v: &VariantFile,
+    i: usize,
+    origin: &str,
+) -> Result<Variant, ConfigError> {
+    let key = |f: &str| format!("variants[{i}].{f}");
+    if !v
+        .name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(ConfigError::invalid(
+            key("name"),
+            "use letters, digits, '-', '_' and '.' only",
+        )
+        .in_file(origin));
+    }
+    let mut cfg = base.clone();
+    for p in &v.unset {
+        unset_path(&mut cfg, p).map_err(|m| {
+            ConfigError::invalid(format!("{}.{p}", key("unset")), m).in_file(origin)
+        })?;
+    }
+    for (p, val) in &v.set {
+        set_path(&mut cfg, p, val.clone()).map_err(|e| {
+            ConfigError::invalid(format!("{}.{}", key("set"), e.key), e.message).in_file(origin)
+        })?;
+    }
+    // A variant may name another machine preset.
+    expand_machine_preset(&mut cfg).map_err(|e| {
+        ConfigError::invalid(format!("{}.{}", key("set"), e.key), e.message).in_file(origin)
+    })?;
+    SimConfig::from_value(&cfg, &format!("{origin} (variant {})", v.name))?;
+    Ok(Variant {
+        name: v.name.clone(),
+        config: cfg,
+        published: v.published.clone(),
+        labels: v.labels.clone(),
+    })
+}
+
+fn step(s: &StepFile, i: usize, names: &[&str], origin: &str) -> Result<Step, ConfigError> {
+    let key = |f: &str| format!("steps[{i}].{f}");
+    for (f, name) in [("from", &s.from), ("to", &s.to)] {
+        if !names.contains(&name.as_str()) {
+            return Err(ConfigError::invalid(
+                key(f),
+                format!("no variant or derived row named {name:?}"),
+            )
+            .in_file(origin));
+        }
+    }
+    let expect = Expect::parse(&s.expect).ok_or_else(|| {
+        ConfigError::invalid(
+            key("expect"),
+            format!(
+                "{:?}: expected higher, lower, not-lower, not-higher, at-most:F, at-least:F, within:F or reported",
+                s.expect
+            ),
+        )
+        .in_file(origin)
+    })?;
+    Ok(Step {
+        from: s.from.clone(),
+        to: s.to.clone(),
+        metric: s.metric.clone(),
+        published_pct: s.published_pct,
+        expect,
+    })
+}
+
+/// Remove the key at a dotted path (`kernel.zram`, `workloads[1].mbind`).
+pub fn unset_path(value: &mut toml::Value, path: &str) -> Result<(), String> {
+    let parts = split_path(path)?;
+    let Some((last, parents)) = parts.split_last() else {
+        return Err("empty path".into());
+    };
+    let mut cur = value;
+    for part in parents {
+        cur = match part {
+            PathPart::Key(k) => cur
+                .as_table_mut()
+                .and_then(|t| t.get_mut(k))
+                .ok_or_else(|| format!("no key `{k}`"))?,
+            PathPart::Index(i) => cur
+                .as_array_mut()
+                .and_then(|a| a.get_mut(*i))
+                .ok_or_else(|| format!("no element {i}"))?,
+        };
+    }
+    match last {
+        PathPart::Key(k) => cur
+            .as_table_mut()
+            .and_then(|t| t.remove(k))
+            .map(|_| ())
+            .ok_or_else(|| format!("no key `{k}` to remove")),
+        PathPart::Index(_) => Err("remove a whole array, not one element".into()),
+    }
+}
+
+/// An experiment as a file [`parse`] reads back to the same variants: the first variant's
+/// config as the inline base, each variant as the paths where its config differs.
+pub fn to_toml(e: &Experiment) -> Result<String, String> {
+    let mut base = e
+        .variants
+        .first()
+        .map(|v| v.config.clone())
+        .ok_or("an experiment without variants")?;
+    let variants = e
+        .variants
+        .iter()
+        .map(|v| {
+            let mut set = toml::Table::new();
+            let mut unset = Vec::new();
+            diff(&base, &v.config, "", &mut set, &mut unset);
+            if let Some(m) = set.get_mut("machine") {
+                name_preset(m);
+            }
+            VariantFile {
+                name: v.name.clone(),
+                set,
+                unset,
+                published: v.published.clone(),
+                labels: v.labels.clone(),
+            }
+        })
+        .collect();
+    if let Some(m) = base.get_mut("machine") {
+        name_preset(m);
+    }
+    let file = ExperimentFile {
+        name: e.name.clone(),
+        summary: String::new(),
+        description: e.description.clone(),
+        base,
+        metrics: Some(e.metrics.clone()),
+        notes: e.notes.clone(),
+        variants,
+        derive: e
+            .derive
+            .iter()
+            .map(|(row, d)| DeriveFile {
+                row: row.clone(),
+                compute: d.clone(),
+            })
+            .collect(),
+        plots: e.plots.clone(),
+        steps: e
+            .steps
+            .iter()
+            .map(|s| StepFile {
+                from: s.from.clone(),
+                to: s.to.clone(),
+                metric: s.metric.clone(),
+                expect: s.expect.spelling(),
+                published_pct: s.published_pct,
+            })
+            .collect(),
+    };
+    toml::to_string(&file).map_err(|e| e.to_string())
+}
+
+/// A machine table that is exactly a preset becomes the preset's name.
+fn name_preset(machine: &mut toml::Value) {
+    let name = machine
+        .get("name")
+        .and_then(|n| n.as_str())
+        .map(str::to_string);
+    if let Some(name) = name {
+        if tiermem_core::presets::machine_value(&name).as_ref() == Some(machine) {
+            *machine = toml::Value::String(name);
+        }
+    }
+}
+
+/// The `set` paths and `unset` keys that turn `a` into `b`.
+fn diff(
+    a: &toml::Value,
+    b: &toml::Value,
+    path: &str,
+    set: &mut toml::Table,
+    unset: &mut Vec<String>,
+) {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match (a, b) {
+        (toml::Value::Table(x), toml::Value::Table(y)) => {
+            for (k, vb) in y {
+                match x.get(k) {
+                    Some(va) => diff(va, vb, &join(k), set, unset),
+                    None => {
+                        set.insert(join(k), vb.clone());
+                    }
+                }
+            }
+            for k in x.keys().filter(|k| !y.contains_key(*k)) {
+                unset.push(join(k));
+            }
+        }
+        (toml::Value::Array(x), toml::Value::Array(y))
+            if x.len() == y.len() && !path.is_empty() =>
+        {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                diff(va, vb, &format!("{path}[{i}]"), set, unset);
+            }
+        }
+        _ if a != b => {
+            set.insert(path.to_string(), b.clone());
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{builtin, builtins};
+
+    /// Every built-in file parses, and written back by `to_toml` and read again has the
+    /// same variants, metrics, derived metrics, plots, notes and steps.
+    #[test]
+    fn built_ins_round_trip_through_files() {
+        let mut names: Vec<String> = builtins().iter().map(|(n, _)| n.to_string()).collect();
+        names.extend([
+            "seed-004-damon-reclaim-full".into(),
+            "seed-003-ksm-numa-full".into(),
+        ]);
+        for name in names {
+            let e = builtin(&name).unwrap();
+            let text = to_toml(&e).unwrap();
+            let back = parse(&text, &name, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(back.name, e.name);
+            assert_eq!(back.description, e.description);
+            assert_eq!(back.metrics, e.metrics);
+            assert_eq!(back.notes, e.notes);
+            assert_eq!(back.derive, e.derive, "{name}");
+            assert_eq!(back.plots, e.plots, "{name}");
+            assert_eq!(
+                format!("{:?}", back.steps),
+                format!("{:?}", e.steps),
+                "{name}"
+            );
+            assert_eq!(back.variants.len(), e.variants.len());
+            for (a, b) in back.variants.iter().zip(&e.variants) {
+                assert_eq!(a.name, b.name);
+                assert_eq!(a.config, b.config, "{name} variant {}", a.name);
+                assert_eq!(a.published, b.published);
+                assert_eq!(a.labels, b.labels);
+            }
+        }
+    }
+
+    #[test]
+    fn unset_removes_keys_and_refuses_what_is_not_there() {
+        let mut v: toml::Value = toml::from_str("a = 1\n[b]\nc = 2\nd = [1, 2]\n").unwrap();
+        unset_path(&mut v, "b.c").unwrap();
+        assert!(v["b"].get("c").is_none());
+        assert!(unset_path(&mut v, "b.c").unwrap_err().contains("no key"));
+        assert!(unset_path(&mut v, "b.d[0]").is_err());
+    }
+}
