@@ -167,6 +167,10 @@ pub struct Summary {
     /// kdamonds (present when `[kernel.damon]` configures any).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub damon: Vec<crate::damon::KdamondSummary>,
+    /// The user-space tiering controller's totals (`[tiering]`), under the timeline's
+    /// `tiering_<stat>` names without the prefix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiering: Option<BTreeMap<String, u64>>,
     /// KSM (`/sys/kernel/mm/ksm/*` by file name, plus `cow_ksm`, `rmap_items`,
     /// `memory_saved_bytes` and ksmd's CPU time); only for kernels with KSM.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1107,6 +1111,12 @@ impl Simulation {
                 0.0
             },
             damon: crate::damon::summaries(&self.kdamonds, SimTime(self.now).secs_f64()),
+            tiering: self.user_tiering.as_ref().map(|u| {
+                tiermem_core::timeline::TIERING_STATS
+                    .iter()
+                    .filter_map(|s| Some((s.to_string(), u.stats().get(s)?)))
+                    .collect()
+            }),
             ksm: self.kernel.ksm_counters().map(|sysfs| {
                 let saved = (sysfs["pages_sharing"] + sysfs["ksm_zero_pages"]).max(0) as u64;
                 let cpu = self.kernel.ksmd_cpu_time().secs_f64();

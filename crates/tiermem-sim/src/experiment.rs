@@ -272,7 +272,7 @@ pub struct Experiment {
 
 /// The built-in experiments: the files under `experiments/`, embedded in the binary; the
 /// listed ones are what `--list` shows and `--all` runs (the `-full` ones take hours).
-const BUILTIN_FILES: [(&str, bool, &str); 9] = [
+const BUILTIN_FILES: [(&str, bool, &str); 10] = [
     (
         "loaded-latency",
         true,
@@ -317,6 +317,11 @@ const BUILTIN_FILES: [(&str, bool, &str); 9] = [
         "seed-002-weighted-interleave",
         true,
         include_str!("../../../experiments/seed-002-weighted-interleave.toml"),
+    ),
+    (
+        "controller-vs-kernel",
+        true,
+        include_str!("../../../experiments/controller-vs-kernel.toml"),
     ),
 ];
 
