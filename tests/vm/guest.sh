@@ -524,6 +524,18 @@ s10() {
       pass damon-record
     fi
   fi
+  # numastat -p on the same process: hotcold put its 64 MiB cold region on node 0 and its
+  # 16 MiB hot region on node 1 (mbind, then default policy; nothing moves them here).
+  tiermem numastat -p $hc >/tmp/ns.out 2>&1
+  local n0 n1
+  n0=$(awk '$1 == "Anon" { print int($2) }' /tmp/ns.out)
+  n1=$(awk '$1 == "Anon" { print int($3) }' /tmp/ns.out)
+  if [ "${n0:-0}" -lt 60 ] || [ "${n1:-0}" -lt 15 ] || ! grep -q "for PID $hc" /tmp/ns.out; then
+    fail numastat-p "anonymous MiB on node 0 ${n0:-?} (expected >= 64), node 1 ${n1:-?} (>= 16): $(tr '\n' ' ' </tmp/ns.out)"
+  else
+    info "numastat-p: $(grep -E '^(Anon|Total)' /tmp/ns.out | tr -s ' ' | tr '\n' ';')"
+    pass numastat-p
+  fi
   kill $hc 2>/dev/null
   wait $hc 2>/dev/null
 }

@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 use tiermem_core::config::SimConfig;
 use tiermem_core::ConfigError;
+use tiermem_lab::experiment;
 use tiermem_sim::engine::{Progress, Simulation};
-use tiermem_sim::experiment;
 
 mod live;
 mod report_cmd;
@@ -425,7 +425,7 @@ fn cmd_tune(
         format!("workloads[{workload}].{m}")
     });
     let pb = progress_bar(max_weight as u64 + 1, "tuning");
-    let r = tiermem_sim::tuner::tune_weights(&cfg, workload, &metric, max_weight, &|d, _| {
+    let r = tiermem_lab::tuner::tune_weights(&cfg, workload, &metric, max_weight, &|d, _| {
         if let Some(pb) = &pb {
             pb.set_position(d as u64);
         }
@@ -433,7 +433,7 @@ fn cmd_tune(
     .map_err(sim_failure)?;
     println!("{metric} by weight of node {} (others 1):", {
         let t = tiermem_core::topology::Topology::new(&cfg.machine).map_err(input)?;
-        tiermem_sim::tuner::fastest_node(&t, &r.nodes)
+        tiermem_lab::tuner::fastest_node(&t, &r.nodes)
     });
     for c in &r.sweep {
         let mark = if c.weights == r.best.weights {

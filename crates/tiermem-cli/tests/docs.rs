@@ -116,3 +116,80 @@ fn doc_links_stay_inside_the_repository_and_resolve() {
     assert_eq!(links("see [a](b.md#c) and `[x](y)`"), vec!["b.md#c"]);
     assert_eq!(slug(" damo's record shape"), "damos-record-shape");
 }
+
+/// The dependency directions of `crates/README.md`: every crate's tiermem dependencies are
+/// among the ones the map allows.
+#[test]
+fn crates_depend_only_in_the_directions_of_the_map() {
+    let allowed: &[(&str, &[&str])] = &[
+        ("tiermem-core", &[]),
+        ("tiermem-policy", &["tiermem-core"]),
+        ("tiermem-damon", &["tiermem-core"]),
+        ("tiermem-trace", &["tiermem-core"]),
+        (
+            "tiermem-sim",
+            &[
+                "tiermem-core",
+                "tiermem-policy",
+                "tiermem-damon",
+                "tiermem-trace",
+            ],
+        ),
+        ("tiermem-agent", &["tiermem-core", "tiermem-policy"]),
+        ("tiermem-lab", &["tiermem-core", "tiermem-sim"]),
+        (
+            "tiermem-py",
+            &["tiermem-core", "tiermem-sim", "tiermem-lab"],
+        ),
+        (
+            "tiermem-cli",
+            &[
+                "tiermem-core",
+                "tiermem-sim",
+                "tiermem-trace",
+                "tiermem-agent",
+                "tiermem-lab",
+            ],
+        ),
+        (
+            "tiermem-fuzz",
+            &[
+                "tiermem-core",
+                "tiermem-sim",
+                "tiermem-trace",
+                "tiermem-agent",
+            ],
+        ),
+    ];
+    let root = repo().join("crates");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&root).unwrap() {
+        let dir = e.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        let manifest: toml::Table = toml::from_str(&text).unwrap();
+        let name = manifest["package"]["name"].as_str().unwrap().to_string();
+        let deps: Vec<String> = manifest
+            .get("dependencies")
+            .and_then(|d| d.as_table())
+            .map(|d| {
+                d.keys()
+                    .filter(|k| k.starts_with("tiermem-"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Some((_, ok)) = allowed.iter().find(|(n, _)| *n == name) else {
+            panic!("{name} is not in crates/README.md's map (and this test's table)");
+        };
+        for d in deps {
+            assert!(
+                ok.contains(&d.as_str()),
+                "{name} depends on {d}: not a direction the map allows"
+            );
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, allowed.len());
+}

@@ -1,6 +1,10 @@
-//! tiermem-lab: experiments as data, on top of the simulator. For now it holds
-//! [`validate`]: the simulator checked against recordings of the real kernel, scenario by
-//! scenario (`tiermem validate`).
+//! tiermem-lab: experiments as data, on top of the simulator.
+//!
+//! * [`experiment`], [`experiment_file`]: experiments (the built-ins are the files of
+//!   `experiments/`), one generic runner, reports;
+//! * [`tuner`]: the weighted-interleave weight tuner;
+//! * [`validate`]: the simulator checked against recordings of the real kernel, scenario by
+//!   scenario (`tiermem validate`).
 //!
 //! ```no_run
 //! let sc = tiermem_lab::validate::Scenario::load(std::path::Path::new("validation/promote-default"), None).unwrap();
@@ -8,4 +12,7 @@
 //! print!("{}", outcome.table());
 //! ```
 
+pub mod experiment;
+pub mod experiment_file;
+pub mod tuner;
 pub mod validate;

@@ -10,12 +10,12 @@
 //! manual mode); candidates run in parallel on the available cores.
 
 use crate::experiment::metric;
-use crate::SimError;
 use tiermem_core::config::{SimConfig, WorkloadConfig};
 use tiermem_core::interleave::{node_perf_mbps, weights_from_bandwidth, WeightSemantics};
 use tiermem_core::mempolicy::{MemPolicy, PolicyMode};
 use tiermem_core::topology::Topology;
 use tiermem_core::ConfigError;
+use tiermem_sim::SimError;
 
 /// One evaluated weight vector.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -22,13 +22,13 @@
 //! (`config.toml`, `summary.json`, `timeline.csv`); PNG plots are drawn from
 //! `results.json` by the Python package (`python -m tiermem.plots OUT`).
 
-use crate::engine::Simulation;
-use crate::SimError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tiermem_core::config::SimConfig;
 use tiermem_core::topology::Topology;
+use tiermem_sim::engine::Simulation;
+use tiermem_sim::SimError;
 
 /// One variant of an experiment.
 #[derive(Clone, Debug)]
@@ -384,7 +384,7 @@ pub fn metric(value: &serde_json::Value, path: &str) -> Option<f64> {
 pub fn run_all(
     configs: &[SimConfig],
     progress: &(dyn Fn(usize, usize, usize) + Sync),
-) -> Vec<Result<crate::engine::SimResult, SimError>> {
+) -> Vec<Result<tiermem_sim::engine::SimResult, SimError>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let n = configs.len();
@@ -394,7 +394,7 @@ pub fn run_all(
         .max(1);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Result<crate::engine::SimResult, SimError>>>> =
+    let slots: Vec<Mutex<Option<Result<tiermem_sim::engine::SimResult, SimError>>>> =
         (0..n).map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..workers {

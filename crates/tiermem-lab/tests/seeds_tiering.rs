@@ -2,7 +2,7 @@
 //! four scaled simulations of about a minute of CPU, so they are `#[ignore]`d locally and run
 //! in CI (`--include-ignored`).
 
-use tiermem_sim::experiment::{builtin, evaluate_steps, run};
+use tiermem_lab::experiment::{builtin, evaluate_steps, run};
 
 fn check(name: &str) {
     let exp = builtin(name).expect("built-in exists");
