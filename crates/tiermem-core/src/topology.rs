@@ -253,106 +253,9 @@ pub struct Topology {
 
 impl Topology {
     /// Validate a machine config and compute tiers, demotion targets and zonelists.
-    #[allow(
-        clippy::expect_used,
-        reason = "Topology::new refuses a machine without a CPU node before this point"
-    )]
     pub fn new(cfg: &MachineConfig) -> Result<Topology, ConfigError> {
-        let n = cfg.nodes.len();
-        if n == 0 {
-            return Err(ConfigError::invalid(
-                "machine.nodes",
-                "a machine needs at least one node",
-            ));
-        }
-        if n > 64 {
-            return Err(ConfigError::invalid(
-                "machine.nodes",
-                format!("at most 64 nodes are supported (got {n})"),
-            ));
-        }
-        for (i, nc) in cfg.nodes.iter().enumerate() {
-            let key = |f: &str| format!("machine.nodes[{i}].{f}");
-            if nc.id as usize != i {
-                return Err(ConfigError::invalid(
-                    key("id"),
-                    format!(
-                        "nodes must be numbered 0..{} in order; entry {i} has id {}",
-                        n - 1,
-                        nc.id
-                    ),
-                ));
-            }
-            if nc.capacity.0 < (16 << 20) {
-                return Err(ConfigError::invalid(
-                    key("capacity"),
-                    format!("{} is too small (minimum 16MiB)", nc.capacity),
-                ));
-            }
-            if nc.capacity.0 > (1u64 << 42) {
-                return Err(ConfigError::invalid(
-                    key("capacity"),
-                    format!("{} is too large (maximum 4TiB per node)", nc.capacity),
-                ));
-            }
-            if nc.read_latency.0 == 0 {
-                return Err(ConfigError::invalid(
-                    key("read_latency"),
-                    "must be positive",
-                ));
-            }
-            if matches!(nc.write_latency, Some(d) if d.0 == 0) {
-                return Err(ConfigError::invalid(
-                    key("write_latency"),
-                    "must be positive",
-                ));
-            }
-        }
-        if !cfg.nodes.iter().any(|n| n.cpus > 0) {
-            return Err(ConfigError::invalid(
-                "machine.nodes",
-                "at least one node must have CPUs",
-            ));
-        }
-        let distances = match &cfg.distances {
-            Some(d) => {
-                if d.len() != n || d.iter().any(|row| row.len() != n) {
-                    return Err(ConfigError::invalid(
-                        "machine.distances",
-                        format!("must be a {n}×{n} matrix (one row per node)"),
-                    ));
-                }
-                for (i, row) in d.iter().enumerate() {
-                    if row[i] != LOCAL_DISTANCE {
-                        return Err(ConfigError::invalid(
-                            format!("machine.distances[{i}][{i}]"),
-                            format!("the local distance must be {LOCAL_DISTANCE}"),
-                        ));
-                    }
-                    for (j, &dij) in row.iter().enumerate() {
-                        if i != j && dij <= LOCAL_DISTANCE {
-                            return Err(ConfigError::invalid(
-                                format!("machine.distances[{i}][{j}]"),
-                                format!("remote distances must exceed {LOCAL_DISTANCE}"),
-                            ));
-                        }
-                        if d[i][j] > 254 {
-                            return Err(ConfigError::invalid(
-                                format!("machine.distances[{i}][{j}]"),
-                                "SLIT distances are at most 254",
-                            ));
-                        }
-                    }
-                }
-                d.clone()
-            }
-            None => cfg
-                .nodes
-                .iter()
-                .map(|a| cfg.nodes.iter().map(|b| default_distance(a, b)).collect())
-                .collect(),
-        };
-
+        check_nodes(cfg)?;
+        let distances = distance_matrix(cfg)?;
         let mut nodes: Vec<Node> = cfg
             .nodes
             .iter()
@@ -394,96 +297,11 @@ impl Topology {
             })
             .collect();
 
-        let perf_adist = match cfg.adistance {
-            AdistanceSource::Hmat => perf_adistances(&nodes),
-            AdistanceSource::Defaults => None,
-        };
-        for (i, node) in nodes.iter_mut().enumerate() {
-            node.adistance = if let Some(a) = cfg.nodes[i].adistance {
-                a
-            } else if let Some(p) = &perf_adist {
-                p[i]
-            } else if node.kind == MemoryKind::Dram {
-                MEMTIER_ADISTANCE_DRAM
-            } else {
-                MEMTIER_DEFAULT_DAX_ADISTANCE
-            };
-        }
-
-        // Tiers: group by adistance chunk, fastest first (find_create_memory_tier keeps the
-        // list sorted by adistance_start).
-        let mut starts: Vec<u32> = nodes
-            .iter()
-            .map(|n| n.adistance / MEMTIER_CHUNK_SIZE * MEMTIER_CHUNK_SIZE)
-            .collect();
-        starts.sort_unstable();
-        starts.dedup();
-        let tiers: Vec<MemoryTier> = starts
-            .iter()
-            .map(|&s| MemoryTier {
-                id: s >> MEMTIER_CHUNK_BITS,
-                adistance_start: s,
-                nodes: nodes
-                    .iter()
-                    .filter(|n| n.adistance / MEMTIER_CHUNK_SIZE * MEMTIER_CHUNK_SIZE == s)
-                    .map(|n| n.id)
-                    .collect(),
-            })
-            .collect();
-        let tier_of = |id: NodeId| {
-            tiers
-                .iter()
-                .position(|t| t.nodes.contains(&id))
-                .expect("every node has a tier")
-        };
-
-        // establish_demotion_targets: the slowest tier that holds a CPU node defines the top tier.
-        let top_tier_adistance = tiers
-            .iter()
-            .rev()
-            .find(|t| t.nodes.iter().any(|id| nodes[id.idx()].has_cpus()))
-            .map(|t| t.adistance_start + MEMTIER_CHUNK_SIZE - 1)
-            .expect("a CPU node exists");
-
-        let mut demotion_preferred = vec![Vec::new(); n];
-        let mut lower_tier_mask = vec![Vec::new(); n];
-        for node in &nodes {
-            let ti = tier_of(node.id);
-            lower_tier_mask[node.id.idx()] = tiers[ti + 1..]
-                .iter()
-                .flat_map(|t| t.nodes.iter().copied())
-                .collect();
-            if ti + 1 >= tiers.len() {
-                continue;
-            }
-            // find_next_best_node over the next lower tier only; keep all at the best distance.
-            let candidates = &tiers[ti + 1].nodes;
-            let best = candidates
-                .iter()
-                .map(|c| distances[node.id.idx()][c.idx()])
-                .min();
-            if let Some(best) = best {
-                demotion_preferred[node.id.idx()] = candidates
-                    .iter()
-                    .copied()
-                    .filter(|c| distances[node.id.idx()][c.idx()] == best)
-                    .collect();
-            }
-        }
-
-        // build_zonelists: the local node, then find_next_best_node order — by distance,
-        // preferring CPU-less nodes (PENALTY_FOR_NODE_WITH_CPUS) and then lower ids.
-        let fallback = nodes
-            .iter()
-            .map(|me| {
-                let mut others: Vec<&Node> = nodes.iter().filter(|o| o.id != me.id).collect();
-                others.sort_by_key(|o| (distances[me.id.idx()][o.id.idx()], o.has_cpus(), o.id));
-                std::iter::once(me.id)
-                    .chain(others.into_iter().map(|o| o.id))
-                    .collect()
-            })
-            .collect();
-
+        assign_adistances(cfg, &mut nodes);
+        let tiers = build_tiers(&nodes);
+        let (top_tier_adistance, demotion_preferred, lower_tier_mask) =
+            demotion_targets(&nodes, &tiers, &distances);
+        let fallback = zonelists(&nodes, &distances);
         Ok(Topology {
             name: cfg.name.clone(),
             nodes,
@@ -594,6 +412,229 @@ fn perf_adistances(nodes: &[Node]) -> Option<Vec<u32>> {
             })
             .collect(),
     )
+}
+
+/// The node list: 1..=64 nodes numbered in order, sane sizes and latencies, a CPU node.
+fn check_nodes(cfg: &MachineConfig) -> Result<(), ConfigError> {
+    let n = cfg.nodes.len();
+    if n == 0 {
+        return Err(ConfigError::invalid(
+            "machine.nodes",
+            "a machine needs at least one node",
+        ));
+    }
+    if n > 64 {
+        return Err(ConfigError::invalid(
+            "machine.nodes",
+            format!("at most 64 nodes are supported (got {n})"),
+        ));
+    }
+    for (i, nc) in cfg.nodes.iter().enumerate() {
+        let key = |f: &str| format!("machine.nodes[{i}].{f}");
+        if nc.id as usize != i {
+            return Err(ConfigError::invalid(
+                key("id"),
+                format!(
+                    "nodes must be numbered 0..{} in order; entry {i} has id {}",
+                    n - 1,
+                    nc.id
+                ),
+            ));
+        }
+        if nc.capacity.0 < (16 << 20) {
+            return Err(ConfigError::invalid(
+                key("capacity"),
+                format!("{} is too small (minimum 16MiB)", nc.capacity),
+            ));
+        }
+        if nc.capacity.0 > (1u64 << 42) {
+            return Err(ConfigError::invalid(
+                key("capacity"),
+                format!("{} is too large (maximum 4TiB per node)", nc.capacity),
+            ));
+        }
+        if nc.read_latency.0 == 0 {
+            return Err(ConfigError::invalid(
+                key("read_latency"),
+                "must be positive",
+            ));
+        }
+        if matches!(nc.write_latency, Some(d) if d.0 == 0) {
+            return Err(ConfigError::invalid(
+                key("write_latency"),
+                "must be positive",
+            ));
+        }
+    }
+    if !cfg.nodes.iter().any(|n| n.cpus > 0) {
+        return Err(ConfigError::invalid(
+            "machine.nodes",
+            "at least one node must have CPUs",
+        ));
+    }
+    Ok(())
+}
+
+/// The SLIT matrix: the configured one, checked (n×n, 10 on the diagonal, remote above 10,
+/// at most 254), or the defaults from the nodes' kinds and sockets.
+fn distance_matrix(cfg: &MachineConfig) -> Result<Vec<Vec<u32>>, ConfigError> {
+    let n = cfg.nodes.len();
+    Ok(match &cfg.distances {
+        Some(d) => {
+            if d.len() != n || d.iter().any(|row| row.len() != n) {
+                return Err(ConfigError::invalid(
+                    "machine.distances",
+                    format!("must be a {n}×{n} matrix (one row per node)"),
+                ));
+            }
+            for (i, row) in d.iter().enumerate() {
+                if row[i] != LOCAL_DISTANCE {
+                    return Err(ConfigError::invalid(
+                        format!("machine.distances[{i}][{i}]"),
+                        format!("the local distance must be {LOCAL_DISTANCE}"),
+                    ));
+                }
+                for (j, &dij) in row.iter().enumerate() {
+                    if i != j && dij <= LOCAL_DISTANCE {
+                        return Err(ConfigError::invalid(
+                            format!("machine.distances[{i}][{j}]"),
+                            format!("remote distances must exceed {LOCAL_DISTANCE}"),
+                        ));
+                    }
+                    if d[i][j] > 254 {
+                        return Err(ConfigError::invalid(
+                            format!("machine.distances[{i}][{j}]"),
+                            "SLIT distances are at most 254",
+                        ));
+                    }
+                }
+            }
+            d.clone()
+        }
+        None => cfg
+            .nodes
+            .iter()
+            .map(|a| cfg.nodes.iter().map(|b| default_distance(a, b)).collect())
+            .collect(),
+    })
+}
+
+/// Each node's abstract distance: configured, from HMAT performance
+/// (`mt_perf_to_adistance`), or the DRAM / default-DAX constants.
+fn assign_adistances(cfg: &MachineConfig, nodes: &mut [Node]) {
+    let perf_adist = match cfg.adistance {
+        AdistanceSource::Hmat => perf_adistances(nodes),
+        AdistanceSource::Defaults => None,
+    };
+    for (i, node) in nodes.iter_mut().enumerate() {
+        node.adistance = if let Some(a) = cfg.nodes[i].adistance {
+            a
+        } else if let Some(p) = &perf_adist {
+            p[i]
+        } else if node.kind == MemoryKind::Dram {
+            MEMTIER_ADISTANCE_DRAM
+        } else {
+            MEMTIER_DEFAULT_DAX_ADISTANCE
+        };
+    }
+}
+
+/// Memory tiers: nodes grouped by abstract-distance chunk, fastest first
+/// (`find_create_memory_tier` keeps the list sorted by `adistance_start`).
+fn build_tiers(nodes: &[Node]) -> Vec<MemoryTier> {
+    let mut starts: Vec<u32> = nodes
+        .iter()
+        .map(|n| n.adistance / MEMTIER_CHUNK_SIZE * MEMTIER_CHUNK_SIZE)
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+        .iter()
+        .map(|&s| MemoryTier {
+            id: s >> MEMTIER_CHUNK_BITS,
+            adistance_start: s,
+            nodes: nodes
+                .iter()
+                .filter(|n| n.adistance / MEMTIER_CHUNK_SIZE * MEMTIER_CHUNK_SIZE == s)
+                .map(|n| n.id)
+                .collect(),
+        })
+        .collect()
+}
+
+/// `establish_demotion_targets`' results: the top tier's last abstract distance, each
+/// node's preferred targets, each node's allowed lower-tier nodes.
+type DemotionTargets = (u32, Vec<Vec<NodeId>>, Vec<Vec<NodeId>>);
+
+/// The top tier's last abstract distance and, per node, the preferred demotion targets and
+/// the allowed lower-tier mask (`establish_demotion_targets`).
+#[allow(
+    clippy::expect_used,
+    reason = "check_nodes refuses a machine without a CPU node; every node has a tier"
+)]
+fn demotion_targets(
+    nodes: &[Node],
+    tiers: &[MemoryTier],
+    distances: &[Vec<u32>],
+) -> DemotionTargets {
+    let n = nodes.len();
+    let tier_of = |id: NodeId| {
+        tiers
+            .iter()
+            .position(|t| t.nodes.contains(&id))
+            .expect("every node has a tier")
+    };
+
+    // establish_demotion_targets: the slowest tier that holds a CPU node defines the top tier.
+    let top_tier_adistance = tiers
+        .iter()
+        .rev()
+        .find(|t| t.nodes.iter().any(|id| nodes[id.idx()].has_cpus()))
+        .map(|t| t.adistance_start + MEMTIER_CHUNK_SIZE - 1)
+        .expect("a CPU node exists");
+
+    let mut demotion_preferred = vec![Vec::new(); n];
+    let mut lower_tier_mask = vec![Vec::new(); n];
+    for node in nodes {
+        let ti = tier_of(node.id);
+        lower_tier_mask[node.id.idx()] = tiers[ti + 1..]
+            .iter()
+            .flat_map(|t| t.nodes.iter().copied())
+            .collect();
+        if ti + 1 >= tiers.len() {
+            continue;
+        }
+        // find_next_best_node over the next lower tier only; keep all at the best distance.
+        let candidates = &tiers[ti + 1].nodes;
+        let best = candidates
+            .iter()
+            .map(|c| distances[node.id.idx()][c.idx()])
+            .min();
+        if let Some(best) = best {
+            demotion_preferred[node.id.idx()] = candidates
+                .iter()
+                .copied()
+                .filter(|c| distances[node.id.idx()][c.idx()] == best)
+                .collect();
+        }
+    }
+
+    (top_tier_adistance, demotion_preferred, lower_tier_mask)
+}
+
+fn zonelists(nodes: &[Node], distances: &[Vec<u32>]) -> Vec<Vec<NodeId>> {
+    // build_zonelists: the local node, then find_next_best_node order — by distance,
+    // preferring CPU-less nodes (PENALTY_FOR_NODE_WITH_CPUS) and then lower ids.
+    nodes
+        .iter()
+        .map(|me| {
+            let mut others: Vec<&Node> = nodes.iter().filter(|o| o.id != me.id).collect();
+            others.sort_by_key(|o| (distances[me.id.idx()][o.id.idx()], o.has_cpus(), o.id));
+            std::iter::once(me.id)
+                .chain(others.into_iter().map(|o| o.id))
+                .collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]
