@@ -1155,65 +1155,10 @@ pub fn results(
     for (wi, w) in cfg.workloads.iter().enumerate() {
         let rs: Vec<&ThreadReport> = reports.iter().filter(|r| r.workload == wi).collect();
         match w {
-            WorkloadConfig::Pmbench(p) => {
-                let mut score = 0.0;
-                let mut lat = 0.0;
-                let mut run = 0.0f64;
-                let mut nthr = 0;
-                for r in &rs {
-                    if let (Some(s), Some(e)) = (r.run_start, r.run_end) {
-                        let secs = e.since(s).secs_f64();
-                        if secs > 0.0 {
-                            // pmbench counts whole batches of 10,000 accesses.
-                            score += (r.run_accesses / 10_000 * 10_000) as f64 / secs;
-                            if r.run_accesses > 0 {
-                                lat += secs * 1e9 / r.run_accesses as f64;
-                            }
-                            run = run.max(secs);
-                            nthr += 1;
-                        }
-                    }
-                }
-                out.push(WorkloadResult::Pmbench {
-                    name: p.name.clone().unwrap_or_else(|| format!("pmbench{wi}")),
-                    processes: p.processes,
-                    threads: p.threads,
-                    score_accesses_per_s: score,
-                    mean_access_ns: if nthr > 0 { lat / nthr as f64 } else { 0.0 },
-                    run_seconds: run,
-                });
-            }
+            WorkloadConfig::Pmbench(p) => out.push(pmbench_result(p, wi, &rs)),
             WorkloadConfig::Stream(s) => {
-                let rel = &barriers[group];
                 group += 1;
-                // rel[0] = end of init; then one release per kernel.
-                let mut best = [f64::INFINITY; 4];
-                let mut complete = true;
-                for it in 1..s.ntimes as usize {
-                    for (k, bk) in best.iter_mut().enumerate() {
-                        let i = it * 4 + k;
-                        match (rel.get(i), rel.get(i + 1)) {
-                            (Some(a), Some(b)) => *bk = bk.min(b.since(*a).secs_f64()),
-                            _ => complete = false,
-                        }
-                    }
-                }
-                let rate = |k: usize| {
-                    if best[k].is_finite() && best[k] > 0.0 {
-                        1e-6 * (stream_counted_bytes(k) * s.array_elements) as f64 / best[k]
-                    } else {
-                        0.0
-                    }
-                };
-                out.push(WorkloadResult::Stream {
-                    name: s.name.clone().unwrap_or_else(|| format!("stream{wi}")),
-                    threads: s.threads,
-                    copy_mbps: rate(0),
-                    scale_mbps: rate(1),
-                    add_mbps: rate(2),
-                    triad_mbps: rate(3),
-                    complete,
-                });
+                out.push(stream_result(s, wi, &barriers[group - 1]));
             }
             WorkloadConfig::Mlc(m) => {
                 group += 1;
@@ -1247,112 +1192,192 @@ pub fn results(
             }
             WorkloadConfig::VmGuest(g) => {
                 group += g.guests as usize;
-                let nodes = tiermem_core::topology::Topology::new(&cfg.machine)
-                    .map(|t| crate::vm_guest::guest_nodes(g, &t))
-                    .unwrap_or_default();
-                let guests: Vec<crate::vm_guest::GuestProbe> = rs
-                    .iter()
-                    .filter(|r| r.latency_probe)
-                    .enumerate()
-                    .map(|(gi, r)| {
-                        let secs = match (r.run_start, r.run_end) {
-                            (Some(s), Some(e)) => e.since(s).secs_f64(),
-                            _ => 0.0,
-                        };
-                        crate::vm_guest::GuestProbe {
-                            guest: gi as u32,
-                            node: nodes.get(gi).map_or(0, |n| n.0),
-                            mean_access_ns: if r.run_accesses > 0 {
-                                secs * 1e9 / r.run_accesses as f64
-                            } else {
-                                0.0
-                            },
-                            mean_latency_ns: if r.run_lines > 0 {
-                                r.run_latency_ps as f64 / r.run_lines as f64 / 1e3
-                            } else {
-                                0.0
-                            },
-                            accesses: r.run_accesses,
-                        }
-                    })
-                    .collect();
-                let acc: Vec<f64> = guests.iter().map(|x| x.mean_access_ns).collect();
-                let lat: Vec<f64> = guests.iter().map(|x| x.mean_latency_ns).collect();
-                out.push(WorkloadResult::VmGuest {
-                    name: g.name.clone().unwrap_or_else(|| format!("vm{wi}")),
-                    access_time_spread_pct: crate::vm_guest::spread_pct(&acc),
-                    latency_spread_pct: crate::vm_guest::spread_pct(&lat),
-                    mean_access_ns: if acc.is_empty() {
-                        0.0
-                    } else {
-                        acc.iter().sum::<f64>() / acc.len() as f64
-                    },
-                    guests,
-                });
+                out.push(vm_guest_result(cfg, g, wi, &rs));
             }
             WorkloadConfig::Xsbench(x) => {
                 group += 1;
-                let start = rs.iter().filter_map(|r| r.run_start).min();
-                let end = rs.iter().filter_map(|r| r.run_end).max();
-                let complete = rs
-                    .iter()
-                    .all(|r| r.run_end.is_some() && r.run_start.is_some());
-                let secs = match (start, end) {
-                    (Some(a), Some(b)) if b > a => b.since(a).secs_f64(),
-                    _ => 0.0,
-                };
-                out.push(WorkloadResult::Xsbench {
-                    name: x.name.clone().unwrap_or_else(|| format!("xsbench{wi}")),
-                    threads: x.threads,
-                    lookups: if complete { x.lookups } else { 0 },
-                    lookups_per_s: if complete && secs > 0.0 {
-                        x.lookups as f64 / secs
-                    } else {
-                        0.0
-                    },
-                    run_seconds: secs,
-                    complete,
-                });
+                out.push(xsbench_result(x, wi, &rs));
             }
             WorkloadConfig::Synthetic(s) => out.push(crate::synthetic::result(s, wi, &rs)),
-            WorkloadConfig::Trace(t) => {
-                let mut accesses = 0u64;
-                let mut run = 0.0f64;
-                let mut busy = 0.0f64;
-                for r in &rs {
-                    accesses += r.run_accesses;
-                    if let (Some(s), Some(e)) = (r.run_start, r.run_end) {
-                        let secs = e.since(s).secs_f64();
-                        run = run.max(secs);
-                        busy += secs;
-                    }
-                }
-                // The footer is small; re-reading it keeps the config the only input.
-                let per_pass = crate::trace_replay::TraceLayout::open(&t.file)
-                    .map(|l| l.footer.records)
-                    .unwrap_or(0);
-                out.push(WorkloadResult::Trace {
-                    name: t.name.clone().unwrap_or_else(|| format!("trace{wi}")),
-                    processes: t.processes,
-                    threads: rs.len() as u32,
-                    accesses,
-                    trace_accesses: per_pass * t.processes as u64,
-                    run_seconds: run,
-                    accesses_per_s: if run > 0.0 {
-                        accesses as f64 / run
-                    } else {
-                        0.0
-                    },
-                    mean_access_ns: if accesses > 0 {
-                        busy * 1e9 / accesses as f64
-                    } else {
-                        0.0
-                    },
-                });
-            }
+            WorkloadConfig::Trace(t) => out.push(trace_result(t, wi, &rs)),
         }
     }
     out
+}
+
+/// pmbench: the sum over threads of whole 10,000-access batches per second of each thread's run, and the mean access time.
+fn pmbench_result(p: &PmbenchConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadResult {
+    let mut score = 0.0;
+    let mut lat = 0.0;
+    let mut run = 0.0f64;
+    let mut nthr = 0;
+    for r in rs {
+        if let (Some(s), Some(e)) = (r.run_start, r.run_end) {
+            let secs = e.since(s).secs_f64();
+            if secs > 0.0 {
+                // pmbench counts whole batches of 10,000 accesses.
+                score += (r.run_accesses / 10_000 * 10_000) as f64 / secs;
+                if r.run_accesses > 0 {
+                    lat += secs * 1e9 / r.run_accesses as f64;
+                }
+                run = run.max(secs);
+                nthr += 1;
+            }
+        }
+    }
+    WorkloadResult::Pmbench {
+        name: p.name.clone().unwrap_or_else(|| format!("pmbench{wi}")),
+        processes: p.processes,
+        threads: p.threads,
+        score_accesses_per_s: score,
+        mean_access_ns: if nthr > 0 { lat / nthr as f64 } else { 0.0 },
+        run_seconds: run,
+    }
+}
+
+/// STREAM: each kernel's best time over the iterations after the first (barrier releases), as MB/s of STREAM's counted bytes.
+fn stream_result(s: &StreamConfig, wi: usize, rel: &[SimTime]) -> WorkloadResult {
+    // rel[0] = end of init; then one release per kernel.
+    let mut best = [f64::INFINITY; 4];
+    let mut complete = true;
+    for it in 1..s.ntimes as usize {
+        for (k, bk) in best.iter_mut().enumerate() {
+            let i = it * 4 + k;
+            match (rel.get(i), rel.get(i + 1)) {
+                (Some(a), Some(b)) => *bk = bk.min(b.since(*a).secs_f64()),
+                _ => complete = false,
+            }
+        }
+    }
+    let rate = |k: usize| {
+        if best[k].is_finite() && best[k] > 0.0 {
+            1e-6 * (stream_counted_bytes(k) * s.array_elements) as f64 / best[k]
+        } else {
+            0.0
+        }
+    };
+    WorkloadResult::Stream {
+        name: s.name.clone().unwrap_or_else(|| format!("stream{wi}")),
+        threads: s.threads,
+        copy_mbps: rate(0),
+        scale_mbps: rate(1),
+        add_mbps: rate(2),
+        triad_mbps: rate(3),
+        complete,
+    }
+}
+
+/// VM guests: each guest's probe (mean access time and loaded latency) and the spread over the guests (the seed-003 metric).
+fn vm_guest_result(
+    cfg: &SimConfig,
+    g: &tiermem_core::ksm::VmGuestConfig,
+    wi: usize,
+    rs: &[&ThreadReport],
+) -> WorkloadResult {
+    let nodes = tiermem_core::topology::Topology::new(&cfg.machine)
+        .map(|t| crate::vm_guest::guest_nodes(g, &t))
+        .unwrap_or_default();
+    let guests: Vec<crate::vm_guest::GuestProbe> = rs
+        .iter()
+        .filter(|r| r.latency_probe)
+        .enumerate()
+        .map(|(gi, r)| {
+            let secs = match (r.run_start, r.run_end) {
+                (Some(s), Some(e)) => e.since(s).secs_f64(),
+                _ => 0.0,
+            };
+            crate::vm_guest::GuestProbe {
+                guest: gi as u32,
+                node: nodes.get(gi).map_or(0, |n| n.0),
+                mean_access_ns: if r.run_accesses > 0 {
+                    secs * 1e9 / r.run_accesses as f64
+                } else {
+                    0.0
+                },
+                mean_latency_ns: if r.run_lines > 0 {
+                    r.run_latency_ps as f64 / r.run_lines as f64 / 1e3
+                } else {
+                    0.0
+                },
+                accesses: r.run_accesses,
+            }
+        })
+        .collect();
+    let acc: Vec<f64> = guests.iter().map(|x| x.mean_access_ns).collect();
+    let lat: Vec<f64> = guests.iter().map(|x| x.mean_latency_ns).collect();
+    WorkloadResult::VmGuest {
+        name: g.name.clone().unwrap_or_else(|| format!("vm{wi}")),
+        access_time_spread_pct: crate::vm_guest::spread_pct(&acc),
+        latency_spread_pct: crate::vm_guest::spread_pct(&lat),
+        mean_access_ns: if acc.is_empty() {
+            0.0
+        } else {
+            acc.iter().sum::<f64>() / acc.len() as f64
+        },
+        guests,
+    }
+}
+
+/// XSBench: lookups per second over the span of all threads, when every thread finished.
+fn xsbench_result(x: &XsbenchConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadResult {
+    let start = rs.iter().filter_map(|r| r.run_start).min();
+    let end = rs.iter().filter_map(|r| r.run_end).max();
+    let complete = rs
+        .iter()
+        .all(|r| r.run_end.is_some() && r.run_start.is_some());
+    let secs = match (start, end) {
+        (Some(a), Some(b)) if b > a => b.since(a).secs_f64(),
+        _ => 0.0,
+    };
+    WorkloadResult::Xsbench {
+        name: x.name.clone().unwrap_or_else(|| format!("xsbench{wi}")),
+        threads: x.threads,
+        lookups: if complete { x.lookups } else { 0 },
+        lookups_per_s: if complete && secs > 0.0 {
+            x.lookups as f64 / secs
+        } else {
+            0.0
+        },
+        run_seconds: secs,
+        complete,
+    }
+}
+
+/// A trace replay: accesses, the longest thread's run, and the mean access time over the threads' busy time.
+fn trace_result(t: &TraceConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadResult {
+    let mut accesses = 0u64;
+    let mut run = 0.0f64;
+    let mut busy = 0.0f64;
+    for r in rs {
+        accesses += r.run_accesses;
+        if let (Some(s), Some(e)) = (r.run_start, r.run_end) {
+            let secs = e.since(s).secs_f64();
+            run = run.max(secs);
+            busy += secs;
+        }
+    }
+    // The footer is small; re-reading it keeps the config the only input.
+    let per_pass = crate::trace_replay::TraceLayout::open(&t.file)
+        .map(|l| l.footer.records)
+        .unwrap_or(0);
+    WorkloadResult::Trace {
+        name: t.name.clone().unwrap_or_else(|| format!("trace{wi}")),
+        processes: t.processes,
+        threads: rs.len() as u32,
+        accesses,
+        trace_accesses: per_pass * t.processes as u64,
+        run_seconds: run,
+        accesses_per_s: if run > 0.0 {
+            accesses as f64 / run
+        } else {
+            0.0
+        },
+        mean_access_ns: if accesses > 0 {
+            busy * 1e9 / accesses as f64
+        } else {
+            0.0
+        },
+    }
 }
 
 fn mlc_result(m: &MlcConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadResult {
