@@ -162,6 +162,9 @@ impl ControllerStats {
     }
 }
 
+/// Regions of several targets, each with its process id.
+type PidRegions = Vec<(i32, Region)>;
+
 pub struct Controller {
     pub p: ControllerParams,
     pub stats: ControllerStats,
@@ -352,8 +355,25 @@ impl Controller {
         targets: &BTreeMap<i32, Vec<Region>>,
         ops: &mut dyn MemoryOps,
     ) -> Result<(), OpsError> {
-        // Refill the promotion budget for the time elapsed; it holds at most one second's
-        // worth, or one tick's when ticks are longer than a second.
+        self.refill(now_ms);
+        self.adjust_threshold(now_ms);
+        let (hot, cold) = self.classify(targets);
+        let mut scanned = 0usize;
+        self.settled.retain(|_, until| *until > now_ms);
+        if self.p.demote {
+            self.note_accessed(now_ms, targets);
+        }
+        self.promote_hot(now_ms, &hot, ops, &mut scanned);
+        if self.p.demote {
+            self.demote_cold(now_ms, &cold, ops, &mut scanned);
+        }
+        Ok(())
+    }
+
+    /// Refill the promotion budget for the time elapsed (at most one second's worth, or one
+    /// tick's when ticks are longer than a second) and open a new demotion-quota window when
+    /// the last one has passed.
+    fn refill(&mut self, now_ms: u64) {
         let dt = now_ms.saturating_sub(self.rl_last_ms);
         let rate = self.p.rate_limit_bytes_per_s;
         let cap = rate.saturating_mul(self.p.tick_ms.max(1000)) / 1000;
@@ -365,10 +385,13 @@ impl Controller {
             self.dq_start_ms = now_ms;
             self.dq_bytes = 0;
         }
-        self.adjust_threshold(now_ms);
+    }
+
+    /// The hot regions of all targets (hottest first, then older, then lower pid and
+    /// address) and the cold ones (oldest first), with the monitoring statistics.
+    fn classify(&mut self, targets: &BTreeMap<i32, Vec<Region>>) -> (PidRegions, PidRegions) {
         let hot_min = self.hot_nr_accesses();
         let cold_age = self.p.cold_min_age_us.div_ceil(self.p.aggr_us.max(1));
-        // Hot regions of all targets, hottest first (then older, then lower pid/address).
         let mut hot: Vec<(i32, Region)> = Vec::new();
         let mut cold: Vec<(i32, Region)> = Vec::new();
         self.stats.monitored_bytes = 0;
@@ -411,23 +434,35 @@ impl Controller {
         });
         cold.sort_by_key(|(pid, r)| (std::cmp::Reverse(r.age), *pid, r.start));
 
-        let mut scanned = 0usize;
-        let fast = self.p.fast_nodes.clone();
-        let slow = self.p.slow_nodes.clone();
-        self.settled.retain(|_, until| *until > now_ms);
+        (hot, cold)
+    }
+
+    /// Remember the 2 MiB granules of every region seen accessed, for `cold_min_age`: a
+    /// granule accessed since then is not demoted.
+    fn note_accessed(&mut self, now_ms: u64, targets: &BTreeMap<i32, Vec<Region>>) {
         let cold_ms = self.p.cold_min_age_us / 1000;
-        if self.p.demote {
-            for (&pid, regions) in targets {
-                for r in regions.iter().filter(|r| r.nr_accesses > 0) {
-                    for g in r.start / HPAGE_SIZE..r.end.div_ceil(HPAGE_SIZE) {
-                        self.last_accessed.insert((pid, g), now_ms);
-                    }
+        for (&pid, regions) in targets {
+            for r in regions.iter().filter(|r| r.nr_accesses > 0) {
+                for g in r.start / HPAGE_SIZE..r.end.div_ceil(HPAGE_SIZE) {
+                    self.last_accessed.insert((pid, g), now_ms);
                 }
             }
-            self.last_accessed
-                .retain(|_, t| now_ms.saturating_sub(*t) < cold_ms);
         }
-        'hot: for (pid, r) in &hot {
+        self.last_accessed
+            .retain(|_, t| now_ms.saturating_sub(*t) < cold_ms);
+    }
+
+    /// Promote the slow-node pages of the hot regions, hottest first, within the rate
+    /// limit; a region with nothing to move is settled for a while.
+    fn promote_hot(
+        &mut self,
+        now_ms: u64,
+        hot: &[(i32, Region)],
+        ops: &mut dyn MemoryOps,
+        scanned: &mut usize,
+    ) {
+        let slow = self.p.slow_nodes.clone();
+        'hot: for (pid, r) in hot {
             let key = (*pid, r.start, r.end, true);
             if self.settled.contains_key(&key) {
                 tracing::trace!(pid, start = r.start, end = r.end, "hot region settled");
@@ -441,14 +476,14 @@ impl Controller {
                 end: r.end.div_ceil(HPAGE_SIZE) * HPAGE_SIZE,
                 ..*r
             });
-            if !self.worth_full_scan(ops, *pid, &all, &slow, key, now_ms, &mut scanned) {
+            if !self.worth_full_scan(ops, *pid, &all, &slow, key, now_ms, scanned) {
                 continue;
             }
             for chunk in granule_chunks(&all) {
-                if scanned >= MAX_SCAN_PAGES {
+                if *scanned >= MAX_SCAN_PAGES {
                     break 'hot;
                 }
-                scanned += chunk.len();
+                *scanned += chunk.len();
                 let st = match ops.query(*pid, chunk) {
                     Ok(s) => s,
                     Err(e) => {
@@ -473,10 +508,19 @@ impl Controller {
                 self.settled.insert(key, now_ms + RECHECK_MS);
             }
         }
-        if !self.p.demote {
-            return Ok(());
-        }
-        'cold: for (pid, r) in &cold {
+    }
+
+    /// Demote the fast-node pages of the cold regions, oldest first, to each node's
+    /// demotion target within the demotion quota and the target's high watermark.
+    fn demote_cold(
+        &mut self,
+        now_ms: u64,
+        cold: &[(i32, Region)],
+        ops: &mut dyn MemoryOps,
+        scanned: &mut usize,
+    ) {
+        let fast = self.p.fast_nodes.clone();
+        'cold: for (pid, r) in cold {
             let key = (*pid, r.start, r.end, false);
             if self.settled.contains_key(&key) {
                 continue;
@@ -485,11 +529,11 @@ impl Controller {
             // Only whole 2 MiB granules of a cold region: a THP straddling its edge may be
             // partly hot, and move_pages would drag all of it along.
             let all = full_granule_pages(r);
-            if !self.worth_full_scan(ops, *pid, &all, &fast, key, now_ms, &mut scanned) {
+            if !self.worth_full_scan(ops, *pid, &all, &fast, key, now_ms, scanned) {
                 continue;
             }
             for chunk in granule_chunks(&all) {
-                if scanned >= MAX_SCAN_PAGES {
+                if *scanned >= MAX_SCAN_PAGES {
                     break 'cold;
                 }
                 let room = self.p.demote_quota_bytes.saturating_sub(self.dq_bytes) / PAGE_SIZE;
@@ -497,7 +541,7 @@ impl Controller {
                     self.stats.demote_quota_exceeded += 1;
                     break 'cold;
                 }
-                scanned += chunk.len();
+                *scanned += chunk.len();
                 let Ok(st) = ops.query(*pid, chunk) else {
                     continue 'cold;
                 };
@@ -533,7 +577,6 @@ impl Controller {
                 self.settled.insert(key, now_ms + RECHECK_MS);
             }
         }
-        Ok(())
     }
 }
 
