@@ -211,6 +211,142 @@ pub struct SimResult {
     pub damon_records: Vec<tiermem_core::damon_record::DamonRecord>,
 }
 
+/// Barrier groups: each group's thread indices and its release times.
+type BarrierGroups = Vec<(Vec<usize>, Vec<SimTime>)>;
+
+/// The engine's threads from the workloads' thread specs, and the barrier groups (their
+/// members; release times are filled in as they happen).
+fn make_threads(
+    specs: Vec<workload::ThreadSpec>,
+    seed: u64,
+    nn: usize,
+) -> (Vec<Thread>, BarrierGroups) {
+    let mut groups: BarrierGroups = Vec::new();
+    let threads = specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if let Some(g) = s.barrier_group {
+                if groups.len() <= g {
+                    groups.resize(g + 1, (Vec::new(), Vec::new()));
+                }
+                groups[g].0.push(i);
+            }
+            let waiter = s.generator.waiter();
+            Thread {
+                spec_workload: s.workload,
+                proc: s.proc,
+                cpu_node: s.cpu_node,
+                mlp: s.mlp,
+                cpu_per_access: s.cpu_per_access.ps(),
+                cpu_per_line: if s.cpu_per_line_from_run {
+                    0
+                } else {
+                    s.cpu_per_line.ps()
+                },
+                cpu_per_line_at_run: s.cpu_per_line_from_run.then(|| s.cpu_per_line.ps()),
+                run_duration: s.run_duration,
+                latency_probe: s.latency_probe,
+                gen: s.generator,
+                rng: mix_seed(seed, s.workload as u64 + 1, i as u64),
+                buf: Vec::with_capacity(256),
+                cursor: 0,
+                clock: s.start.ps(),
+                state: ThreadState::Waiting,
+                deadline: u64::MAX,
+                lat: vec![0; nn * NR_KINDS],
+                lat_raw: vec![0; nn * NR_KINDS],
+                win_lines: vec![0; nn * NR_KINDS],
+                win_active: 0,
+                runtime: waiter.map_or(0, |(_, setup)| setup.ps()),
+                wake: waiter.map(|(every, _)| (every.ps(), every.ps())),
+                pace: s.pace.map_or(0, |p| p.ps()),
+                next_slot: s.start.ps(),
+                accesses: 0,
+                lines: 0,
+                lat_sum: 0,
+                bytes: 0,
+                run_mark: None,
+                run_end: None,
+            }
+        })
+        .collect();
+    (threads, groups)
+}
+
+/// The kdamonds: the contexts and modules of `[kernel.damon]` (a recording context's record
+/// charged to the memory budget first), then the agent's `[reclaim.processes]` kdamond.
+fn make_kdamonds(
+    cfg: &SimConfig,
+    kernel: &mut Kernel,
+    proc_workload: &[usize],
+) -> Result<Vec<crate::damon::Kdamond>, SimError> {
+    let bases = crate::damon::node_bases(kernel);
+    let node_range = |n: NodeId| tiermem_core::damon::AddrRange {
+        start: bases[n.idx()],
+        end: bases[n.idx()] + kernel.nodes[n.idx()].present * PAGE_SIZE,
+    };
+    let mut kdamonds = Vec::new();
+    if let Some(r) = cfg
+        .kernel
+        .release
+        .filter(|r| r.damon_reclaim_drops_scheme())
+    {
+        if cfg.kernel.damon.reclaim.as_ref().is_some_and(|p| p.enabled) {
+            tracing::warn!(
+                "DAMON_RECLAIM on Linux {r}: the module drops its scheme when enabled (6.11 \
+                     to 6.16; fixed in 6.17 by fed48693bdfe), so it monitors but never reclaims"
+            );
+        }
+    }
+    for (i, nc) in
+        tiermem_damon::modules::contexts(&cfg.kernel.damon, cfg.kernel.release, node_range)
+            .iter()
+            .enumerate()
+    {
+        let seed = mix_seed(cfg.seed, 0xDA30, i as u64).next_u64();
+        let k =
+            crate::damon::Kdamond::new(nc, kernel, proc_workload, &cfg.kernel.damon.costs, seed)?;
+        if nc.cfg.record {
+            let a = &nc.cfg.attrs;
+            let snapshots = cfg.duration.ps() / 1_000_000 / a.aggr_us.max(1) + 1;
+            let targets = k.procs.len().max(1) as u64;
+            kernel.budget.take(
+                &format!("kernel.damon.contexts[{i}].record"),
+                &format!("the DAMON record of {} ({snapshots} snapshots)", nc.name),
+                tiermem_core::damon_record::estimated_bytes(
+                    snapshots,
+                    u64::from(a.max_nr_regions) * targets,
+                ),
+            )?;
+        }
+        kdamonds.push(k);
+    }
+    if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
+        // The agent's [reclaim.processes]: its kdamond, as `tiermem agent` builds it.
+        let nc = tiermem_damon::modules::NamedContext {
+            name: "reclaim-processes".into(),
+            cfg: tiermem_core::damon::ContextConfig {
+                ops: tiermem_core::damon::OpsKind::Vaddr,
+                attrs: p.attrs.clone(),
+                target_workloads: cfg.selected_workloads(&p.targets),
+                regions: Vec::new(),
+                schemes: vec![p.scheme()],
+                record: false,
+            },
+        };
+        let seed = mix_seed(cfg.seed, 0xDA31, 0).next_u64();
+        kdamonds.push(crate::damon::Kdamond::new(
+            &nc,
+            kernel,
+            proc_workload,
+            &cfg.kernel.damon.costs,
+            seed,
+        )?);
+    }
+    Ok(kdamonds)
+}
+
 /// A configured simulation.
 pub struct Simulation {
     cfg: SimConfig,
@@ -218,7 +354,7 @@ pub struct Simulation {
     pub kernel: Kernel,
     timing: TimingModel,
     threads: Vec<Thread>,
-    groups: Vec<(Vec<usize>, Vec<SimTime>)>,
+    groups: BarrierGroups,
     now: u64,
     rows: Vec<Row>,
     // Cumulative per-node bytes and time-weighted latency.
@@ -294,56 +430,7 @@ impl Simulation {
             kernel.vmstat = crate::vmstat::VmStat::new(nn);
         }
         kernel.set_vmstat_thresholds();
-        let mut groups: Vec<(Vec<usize>, Vec<SimTime>)> = Vec::new();
-        let threads: Vec<Thread> = specs
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| {
-                if let Some(g) = s.barrier_group {
-                    if groups.len() <= g {
-                        groups.resize(g + 1, (Vec::new(), Vec::new()));
-                    }
-                    groups[g].0.push(i);
-                }
-                let waiter = s.generator.waiter();
-                Thread {
-                    spec_workload: s.workload,
-                    proc: s.proc,
-                    cpu_node: s.cpu_node,
-                    mlp: s.mlp,
-                    cpu_per_access: s.cpu_per_access.ps(),
-                    cpu_per_line: if s.cpu_per_line_from_run {
-                        0
-                    } else {
-                        s.cpu_per_line.ps()
-                    },
-                    cpu_per_line_at_run: s.cpu_per_line_from_run.then(|| s.cpu_per_line.ps()),
-                    run_duration: s.run_duration,
-                    latency_probe: s.latency_probe,
-                    gen: s.generator,
-                    rng: mix_seed(cfg.seed, s.workload as u64 + 1, i as u64),
-                    buf: Vec::with_capacity(256),
-                    cursor: 0,
-                    clock: s.start.ps(),
-                    state: ThreadState::Waiting,
-                    deadline: u64::MAX,
-                    lat: vec![0; nn * NR_KINDS],
-                    lat_raw: vec![0; nn * NR_KINDS],
-                    win_lines: vec![0; nn * NR_KINDS],
-                    win_active: 0,
-                    runtime: waiter.map_or(0, |(_, setup)| setup.ps()),
-                    wake: waiter.map(|(every, _)| (every.ps(), every.ps())),
-                    pace: s.pace.map_or(0, |p| p.ps()),
-                    next_slot: s.start.ps(),
-                    accesses: 0,
-                    lines: 0,
-                    lat_sum: 0,
-                    bytes: 0,
-                    run_mark: None,
-                    run_end: None,
-                }
-            })
-            .collect();
+        let (threads, groups) = make_threads(specs, cfg.seed, nn);
         for (i, th) in threads.iter().enumerate() {
             let tid = kernel.numa_register_task(th.proc, th.cpu_node, SimTime(th.clock));
             debug_assert_eq!(tid, i);
@@ -352,74 +439,7 @@ impl Simulation {
         for th in &threads {
             proc_workload[th.proc as usize] = th.spec_workload;
         }
-        let bases = crate::damon::node_bases(&kernel);
-        let node_range = |n: NodeId| tiermem_core::damon::AddrRange {
-            start: bases[n.idx()],
-            end: bases[n.idx()] + kernel.nodes[n.idx()].present * PAGE_SIZE,
-        };
-        let mut kdamonds = Vec::new();
-        if let Some(r) = cfg
-            .kernel
-            .release
-            .filter(|r| r.damon_reclaim_drops_scheme())
-        {
-            if cfg.kernel.damon.reclaim.as_ref().is_some_and(|p| p.enabled) {
-                tracing::warn!(
-                    "DAMON_RECLAIM on Linux {r}: the module drops its scheme when enabled (6.11 \
-                     to 6.16; fixed in 6.17 by fed48693bdfe), so it monitors but never reclaims"
-                );
-            }
-        }
-        for (i, nc) in
-            tiermem_damon::modules::contexts(&cfg.kernel.damon, cfg.kernel.release, node_range)
-                .iter()
-                .enumerate()
-        {
-            let seed = mix_seed(cfg.seed, 0xDA30, i as u64).next_u64();
-            let k = crate::damon::Kdamond::new(
-                nc,
-                &kernel,
-                &proc_workload,
-                &cfg.kernel.damon.costs,
-                seed,
-            )?;
-            if nc.cfg.record {
-                let a = &nc.cfg.attrs;
-                let snapshots = cfg.duration.ps() / 1_000_000 / a.aggr_us.max(1) + 1;
-                let targets = k.procs.len().max(1) as u64;
-                kernel.budget.take(
-                    &format!("kernel.damon.contexts[{i}].record"),
-                    &format!("the DAMON record of {} ({snapshots} snapshots)", nc.name),
-                    tiermem_core::damon_record::estimated_bytes(
-                        snapshots,
-                        u64::from(a.max_nr_regions) * targets,
-                    ),
-                )?;
-            }
-            kdamonds.push(k);
-        }
-        if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
-            // The agent's [reclaim.processes]: its kdamond, as `tiermem agent` builds it.
-            let nc = tiermem_damon::modules::NamedContext {
-                name: "reclaim-processes".into(),
-                cfg: tiermem_core::damon::ContextConfig {
-                    ops: tiermem_core::damon::OpsKind::Vaddr,
-                    attrs: p.attrs.clone(),
-                    target_workloads: cfg.selected_workloads(&p.targets),
-                    regions: Vec::new(),
-                    schemes: vec![p.scheme()],
-                    record: false,
-                },
-            };
-            let seed = mix_seed(cfg.seed, 0xDA31, 0).next_u64();
-            kdamonds.push(crate::damon::Kdamond::new(
-                &nc,
-                &kernel,
-                &proc_workload,
-                &cfg.kernel.damon.costs,
-                seed,
-            )?);
-        }
+        let mut kdamonds = make_kdamonds(cfg, &mut kernel, &proc_workload)?;
         let user_tiering = crate::user_tiering::UserTiering::new(
             cfg,
             &kernel,
