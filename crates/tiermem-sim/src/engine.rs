@@ -772,56 +772,67 @@ impl Simulation {
             self.sample_lat.0 += lat_sum as u128;
             self.sample_lat.1 += lines_total;
             if let Some(a) = fault {
-                let (proc, cpu) = (th.proc, th.cpu_node);
-                let pte = self.kernel.procs[proc as usize].ptes[a.idx as usize];
-                // Only a write-protected page lets a read-modify-write's load through; any
-                // other fault is the load's (the store retries and may fault again).
-                let write =
-                    a.kind & 3 != 0 && !(th.gen.stores_load_first() && pte & PTE_RDONLY == 0);
-                if pte & PTE_PROTNONE != 0 {
-                    // A NUMA hint fault; the access then proceeds on the (possibly new) page.
-                    let cost = self
-                        .kernel
-                        .numa_hint_fault(ti, proc, a.idx, write, SimTime(clock));
-                    let th = &mut self.threads[ti];
-                    th.clock += cost.ps();
-                    th.win_active += cost.ps();
-                    continue;
+                if self.access_fault(ti, a, clock) {
+                    return Ok(());
                 }
-                let result = if pte & PTE_ZERO != 0 {
-                    // A store to the zero page a load mapped: copy on write.
-                    self.kernel
-                        .zero_page_wp_fault(proc, a.idx, cpu, SimTime(clock))
-                } else if pte & PTE_PRESENT != 0 {
-                    // A store to a write-protected KSM page or KSM zero page: copy on write.
-                    debug_assert!(write && pte & PTE_RDONLY != 0);
-                    self.kernel.ksm_wp_fault(proc, a.idx, cpu, SimTime(clock))
-                } else {
-                    self.kernel
-                        .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
-                };
-                match result {
-                    Ok(cost) => {
-                        // The page fill: 64 streaming stores to the new page's node (none
-                        // when a load mapped the shared zero page).
-                        let new = self.kernel.procs[proc as usize].ptes[a.idx as usize];
-                        let th = &mut self.threads[ti];
-                        let mut fill = 0;
-                        if new & PTE_ZERO == 0 {
-                            let slot = pte_node(new) * NR_KINDS + (K_NTWRITE | K_STREAM) as usize;
-                            fill = 64 * th.lat[slot];
-                            th.win_lines[slot] += 64;
-                        }
-                        th.clock += cost.ps() + fill;
-                        th.win_active += cost.ps() + fill;
-                    }
-                    Err(crate::kernel::FaultError::OomKilled) => {
-                        let th = &mut self.threads[ti];
-                        th.state = ThreadState::Done;
-                        th.run_end = Some(th.clock);
-                        return Ok(());
-                    }
+            }
+        }
+    }
+
+    /// The fault an access of thread `ti` took at `clock`: a NUMA hint fault, a copy on
+    /// write (zero page, KSM page) or a missing page; the thread is charged its cost and the
+    /// page fill. True when the fault ended the thread (OOM kill).
+    #[cold]
+    fn access_fault(&mut self, ti: usize, a: Access, clock: u64) -> bool {
+        let th = &self.threads[ti];
+        let (proc, cpu) = (th.proc, th.cpu_node);
+        let pte = self.kernel.procs[proc as usize].ptes[a.idx as usize];
+        // Only a write-protected page lets a read-modify-write's load through; any
+        // other fault is the load's (the store retries and may fault again).
+        let write = a.kind & 3 != 0 && !(th.gen.stores_load_first() && pte & PTE_RDONLY == 0);
+        if pte & PTE_PROTNONE != 0 {
+            // A NUMA hint fault; the access then proceeds on the (possibly new) page.
+            let cost = self
+                .kernel
+                .numa_hint_fault(ti, proc, a.idx, write, SimTime(clock));
+            let th = &mut self.threads[ti];
+            th.clock += cost.ps();
+            th.win_active += cost.ps();
+            return false;
+        }
+        let result = if pte & PTE_ZERO != 0 {
+            // A store to the zero page a load mapped: copy on write.
+            self.kernel
+                .zero_page_wp_fault(proc, a.idx, cpu, SimTime(clock))
+        } else if pte & PTE_PRESENT != 0 {
+            // A store to a write-protected KSM page or KSM zero page: copy on write.
+            debug_assert!(write && pte & PTE_RDONLY != 0);
+            self.kernel.ksm_wp_fault(proc, a.idx, cpu, SimTime(clock))
+        } else {
+            self.kernel
+                .handle_fault(proc, a.idx, write, cpu, SimTime(clock))
+        };
+        match result {
+            Ok(cost) => {
+                // The page fill: 64 streaming stores to the new page's node (none
+                // when a load mapped the shared zero page).
+                let new = self.kernel.procs[proc as usize].ptes[a.idx as usize];
+                let th = &mut self.threads[ti];
+                let mut fill = 0;
+                if new & PTE_ZERO == 0 {
+                    let slot = pte_node(new) * NR_KINDS + (K_NTWRITE | K_STREAM) as usize;
+                    fill = 64 * th.lat[slot];
+                    th.win_lines[slot] += 64;
                 }
+                th.clock += cost.ps() + fill;
+                th.win_active += cost.ps() + fill;
+                false
+            }
+            Err(crate::kernel::FaultError::OomKilled) => {
+                let th = &mut self.threads[ti];
+                th.state = ThreadState::Done;
+                th.run_end = Some(th.clock);
+                true
             }
         }
     }
