@@ -19,7 +19,8 @@ use crate::fs::HostFs;
 use crate::Error;
 use serde::Serialize;
 use tiermem_core::damon::{
-    AddrRange, DamosAction, FilterType, MonitoringAttrs, OpsKind, SchemeConfig,
+    AddrRange, DamosAction, FilterConfig, FilterType, MonitoringAttrs, OpsKind, QuotaGoal,
+    SchemeConfig,
 };
 use tiermem_core::ConfigError;
 
@@ -209,29 +210,7 @@ pub fn scheme_files(s: &SchemeConfig) -> Vec<SysfsFile> {
         ),
     ];
     if !q.goals.is_empty() {
-        v.push(file("quotas/goals/nr_goals", q.goals.len(), "quotas.goals"));
-        for (i, g) in q.goals.iter().enumerate() {
-            let d = format!("quotas/goals/{i}");
-            let k = format!("quotas.goals[{i}]");
-            v.push(name(
-                format!("{d}/target_metric"),
-                sysfs_name(&g.metric),
-                format!("{k}.metric"),
-            ));
-            v.push(file(
-                format!("{d}/target_value"),
-                g.target_value,
-                format!("{k}.target_value"),
-            ));
-            v.push(file(
-                format!("{d}/current_value"),
-                g.current_value,
-                format!("{k}.current_value"),
-            ));
-            if let Some(n) = g.nid {
-                v.push(file(format!("{d}/nid"), n.0, format!("{k}.nid")));
-            }
-        }
+        goal_files(&q.goals, &mut v);
     }
     v.extend([
         name(
@@ -249,61 +228,7 @@ pub fn scheme_files(s: &SchemeConfig) -> Vec<SysfsFile> {
         file("watermarks/low", w.low, "watermarks.low"),
     ]);
     if !s.filters.is_empty() {
-        v.push(file("filters/nr_filters", s.filters.len(), "filters"));
-        for (i, f) in s.filters.iter().enumerate() {
-            let d = format!("filters/{i}");
-            let k = format!("filters[{i}]");
-            v.push(name(
-                format!("{d}/type"),
-                sysfs_name(&f.kind),
-                format!("{k}.type"),
-            ));
-            let yn = |b: bool| if b { "Y" } else { "N" };
-            v.push(file(
-                format!("{d}/matching"),
-                yn(f.matching),
-                format!("{k}.matching"),
-            ));
-            if f.allow {
-                v.push(file(format!("{d}/allow"), "Y", format!("{k}.allow")));
-            }
-            match f.kind {
-                FilterType::Memcg => {
-                    if let Some(path) = &f.memcg_path {
-                        v.push(file(
-                            format!("{d}/memcg_path"),
-                            path,
-                            format!("{k}.memcg_path"),
-                        ));
-                    }
-                }
-                FilterType::Addr => {
-                    if let Some(r) = f.addr {
-                        v.push(file(
-                            format!("{d}/addr_start"),
-                            r.start,
-                            format!("{k}.addr.start"),
-                        ));
-                        v.push(file(
-                            format!("{d}/addr_end"),
-                            r.end,
-                            format!("{k}.addr.end"),
-                        ));
-                    }
-                }
-                FilterType::Target => {
-                    if let Some(t) = f.target_idx {
-                        // The file is `damon_target_idx` (sysfs-schemes.c), not `target_idx`.
-                        v.push(file(
-                            format!("{d}/damon_target_idx"),
-                            t,
-                            format!("{k}.target_idx"),
-                        ));
-                    }
-                }
-                FilterType::Anon | FilterType::Active | FilterType::Young => {}
-            }
-        }
+        filter_files(&s.filters, &mut v);
     }
     if let Some(n) = s.target_nid {
         v.push(file("target_nid", n.0, "target_nid"));
@@ -316,6 +241,93 @@ pub fn scheme_files(s: &SchemeConfig) -> Vec<SysfsFile> {
         ));
     }
     v
+}
+
+/// The files of a scheme's quota goals (`quotas/goals/<i>/`).
+fn goal_files(goals: &[QuotaGoal], v: &mut Vec<SysfsFile>) {
+    v.push(file("quotas/goals/nr_goals", goals.len(), "quotas.goals"));
+    for (i, g) in goals.iter().enumerate() {
+        let d = format!("quotas/goals/{i}");
+        let k = format!("quotas.goals[{i}]");
+        v.push(name(
+            format!("{d}/target_metric"),
+            sysfs_name(&g.metric),
+            format!("{k}.metric"),
+        ));
+        v.push(file(
+            format!("{d}/target_value"),
+            g.target_value,
+            format!("{k}.target_value"),
+        ));
+        v.push(file(
+            format!("{d}/current_value"),
+            g.current_value,
+            format!("{k}.current_value"),
+        ));
+        if let Some(n) = g.nid {
+            v.push(file(format!("{d}/nid"), n.0, format!("{k}.nid")));
+        }
+    }
+}
+
+/// The files of a scheme's filters (`filters/<i>/`): type, matching, allow and what the
+/// type needs (memcg path, address range, target index).
+fn filter_files(filters: &[FilterConfig], v: &mut Vec<SysfsFile>) {
+    v.push(file("filters/nr_filters", filters.len(), "filters"));
+    for (i, f) in filters.iter().enumerate() {
+        let d = format!("filters/{i}");
+        let k = format!("filters[{i}]");
+        v.push(name(
+            format!("{d}/type"),
+            sysfs_name(&f.kind),
+            format!("{k}.type"),
+        ));
+        let yn = |b: bool| if b { "Y" } else { "N" };
+        v.push(file(
+            format!("{d}/matching"),
+            yn(f.matching),
+            format!("{k}.matching"),
+        ));
+        if f.allow {
+            v.push(file(format!("{d}/allow"), "Y", format!("{k}.allow")));
+        }
+        match f.kind {
+            FilterType::Memcg => {
+                if let Some(path) = &f.memcg_path {
+                    v.push(file(
+                        format!("{d}/memcg_path"),
+                        path,
+                        format!("{k}.memcg_path"),
+                    ));
+                }
+            }
+            FilterType::Addr => {
+                if let Some(r) = f.addr {
+                    v.push(file(
+                        format!("{d}/addr_start"),
+                        r.start,
+                        format!("{k}.addr.start"),
+                    ));
+                    v.push(file(
+                        format!("{d}/addr_end"),
+                        r.end,
+                        format!("{k}.addr.end"),
+                    ));
+                }
+            }
+            FilterType::Target => {
+                if let Some(t) = f.target_idx {
+                    // The file is `damon_target_idx` (sysfs-schemes.c), not `target_idx`.
+                    v.push(file(
+                        format!("{d}/damon_target_idx"),
+                        t,
+                        format!("{k}.target_idx"),
+                    ));
+                }
+            }
+            FilterType::Anon | FilterType::Active | FilterType::Young => {}
+        }
+    }
 }
 
 /// Where a scheme file of goal or filter `i` sits in the probe kdamond, which has one

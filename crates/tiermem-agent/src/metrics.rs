@@ -156,106 +156,10 @@ pub struct MetricsInput<'a> {
 /// Render the exposition text.
 pub fn render(fs: &HostFs, inp: &MetricsInput) -> String {
     let mut o = String::new();
-    if let Ok(nodes) = crate::host::read_nodes(fs) {
-        let tiers = crate::host::read_tiers(fs).unwrap_or_default();
-        let mut rows = Vec::new();
-        for n in &nodes {
-            let tier = tiers
-                .iter()
-                .find(|t| t.nodes.contains(&n.id))
-                .map(|t| t.id.to_string())
-                .unwrap_or_else(|| "none".into());
-            for (kind, v) in [
-                ("total", n.mem_total_bytes),
-                ("free", n.mem_free_bytes),
-                ("used", n.mem_total_bytes.saturating_sub(n.mem_free_bytes)),
-            ] {
-                rows.push((
-                    format!("node=\"{}\",tier=\"{tier}\",kind=\"{kind}\"", n.id),
-                    v.to_string(),
-                ));
-            }
-        }
-        family(
-            &mut o,
-            "tiermem_node_memory_bytes",
-            "gauge",
-            "Node memory (MemTotal/MemFree of nodeN/meminfo).",
-            &rows,
-        );
-    }
-    if let Ok(Some(v)) = fs.read_opt("/proc/vmstat") {
-        let rows: Vec<_> = parse_vmstat(&v)
-            .into_iter()
-            .filter(|(k, _)| VMSTAT_COUNTERS.contains(&k.as_str()))
-            .map(|(k, v)| (format!("counter=\"{k}\""), v.to_string()))
-            .collect();
-        family(
-            &mut o,
-            "tiermem_vmstat_total",
-            "counter",
-            "Kernel promotion/demotion/migration counters from /proc/vmstat (pages).",
-            &rows,
-        );
-    }
+    node_memory(&mut o, fs);
+    vmstat(&mut o, fs);
     if let Some(c) = inp.controller {
-        let rows: Vec<_> = [
-            ("candidate", c.candidate_bytes),
-            ("promoted", c.promoted_bytes),
-            ("promote_failed", c.promote_failed_bytes),
-            ("rate_limited", c.rate_limited_bytes),
-            ("headroom_skipped", c.headroom_skipped_bytes),
-            ("demoted", c.demoted_bytes),
-        ]
-        .iter()
-        .map(|(k, v)| (format!("decision=\"{k}\""), v.to_string()))
-        .collect();
-        family(
-            &mut o,
-            "tiermem_controller_bytes_total",
-            "counter",
-            "User-space tiering controller decisions (bytes).",
-            &rows,
-        );
-        single(
-            &mut o,
-            "tiermem_controller_hot_threshold_permil",
-            "gauge",
-            "The controller's hot threshold (permil of the maximum access count).",
-            c.threshold_permil,
-        );
-        single(
-            &mut o,
-            "tiermem_controller_threshold_adjustments_total",
-            "counter",
-            "Automatic hot-threshold adjustments.",
-            c.threshold_adjustments,
-        );
-        single(
-            &mut o,
-            "tiermem_controller_demote_quota_exceeded_total",
-            "counter",
-            "Demotion intervals that used up the demotion quota.",
-            c.demote_quota_exceeded,
-        );
-        let rows = vec![
-            ("class=\"hot\"".to_string(), c.hot_regions.to_string()),
-            ("class=\"cold\"".to_string(), c.cold_regions.to_string()),
-        ];
-        family(
-            &mut o,
-            "tiermem_damon_regions",
-            "gauge",
-            "DAMON regions of the controller's targets in the last tick.",
-            &rows,
-        );
-        single(
-            &mut o,
-            "tiermem_damon_monitored_bytes",
-            "gauge",
-            "Bytes DAMON monitors for the controller.",
-            c.monitored_bytes,
-        );
+        controller(&mut o, c);
     }
     single(
         &mut o,
@@ -265,28 +169,7 @@ pub fn render(fs: &HostFs, inp: &MetricsInput) -> String {
         inp.targets,
     );
     if !inp.schemes.is_empty() {
-        let mut bytes = Vec::new();
-        let mut exceeds = Vec::new();
-        for (p, s, st) in inp.schemes {
-            let l = format!("kdamond=\"{}\",scheme=\"{s}\"", escape_label(p));
-            bytes.push((format!("{l},stat=\"tried\""), st.sz_tried.to_string()));
-            bytes.push((format!("{l},stat=\"applied\""), st.sz_applied.to_string()));
-            exceeds.push((l, st.qt_exceeds.to_string()));
-        }
-        family(
-            &mut o,
-            "tiermem_damos_bytes_total",
-            "counter",
-            "DAMOS scheme statistics of the agent's kdamonds.",
-            &bytes,
-        );
-        family(
-            &mut o,
-            "tiermem_damos_quota_exceeds_total",
-            "counter",
-            "Times a DAMOS scheme's quota was exceeded.",
-            &exceeds,
-        );
+        damos(&mut o, inp.schemes);
     }
     single(
         &mut o,
@@ -310,6 +193,145 @@ pub fn render(fs: &HostFs, inp: &MetricsInput) -> String {
         inp.ticks,
     );
     o
+}
+
+/// `tiermem_node_memory_bytes`: each node's total, free and used memory with its tier.
+fn node_memory(o: &mut String, fs: &HostFs) {
+    let Ok(nodes) = crate::host::read_nodes(fs) else {
+        return;
+    };
+    let tiers = crate::host::read_tiers(fs).unwrap_or_default();
+    let mut rows = Vec::new();
+    for n in &nodes {
+        let tier = tiers
+            .iter()
+            .find(|t| t.nodes.contains(&n.id))
+            .map(|t| t.id.to_string())
+            .unwrap_or_else(|| "none".into());
+        for (kind, v) in [
+            ("total", n.mem_total_bytes),
+            ("free", n.mem_free_bytes),
+            ("used", n.mem_total_bytes.saturating_sub(n.mem_free_bytes)),
+        ] {
+            rows.push((
+                format!("node=\"{}\",tier=\"{tier}\",kind=\"{kind}\"", n.id),
+                v.to_string(),
+            ));
+        }
+    }
+    family(
+        o,
+        "tiermem_node_memory_bytes",
+        "gauge",
+        "Node memory (MemTotal/MemFree of nodeN/meminfo).",
+        &rows,
+    );
+}
+
+/// `tiermem_vmstat_total`: the promotion, demotion and migration counters.
+fn vmstat(o: &mut String, fs: &HostFs) {
+    let Ok(Some(v)) = fs.read_opt("/proc/vmstat") else {
+        return;
+    };
+    let rows: Vec<_> = parse_vmstat(&v)
+        .into_iter()
+        .filter(|(k, _)| VMSTAT_COUNTERS.contains(&k.as_str()))
+        .map(|(k, v)| (format!("counter=\"{k}\""), v.to_string()))
+        .collect();
+    family(
+        o,
+        "tiermem_vmstat_total",
+        "counter",
+        "Kernel promotion/demotion/migration counters from /proc/vmstat (pages).",
+        &rows,
+    );
+}
+
+/// The user-space controller's decisions, threshold and DAMON view.
+fn controller(o: &mut String, c: &ControllerStats) {
+    let rows: Vec<_> = [
+        ("candidate", c.candidate_bytes),
+        ("promoted", c.promoted_bytes),
+        ("promote_failed", c.promote_failed_bytes),
+        ("rate_limited", c.rate_limited_bytes),
+        ("headroom_skipped", c.headroom_skipped_bytes),
+        ("demoted", c.demoted_bytes),
+    ]
+    .iter()
+    .map(|(k, v)| (format!("decision=\"{k}\""), v.to_string()))
+    .collect();
+    family(
+        o,
+        "tiermem_controller_bytes_total",
+        "counter",
+        "User-space tiering controller decisions (bytes).",
+        &rows,
+    );
+    single(
+        o,
+        "tiermem_controller_hot_threshold_permil",
+        "gauge",
+        "The controller's hot threshold (permil of the maximum access count).",
+        c.threshold_permil,
+    );
+    single(
+        o,
+        "tiermem_controller_threshold_adjustments_total",
+        "counter",
+        "Automatic hot-threshold adjustments.",
+        c.threshold_adjustments,
+    );
+    single(
+        o,
+        "tiermem_controller_demote_quota_exceeded_total",
+        "counter",
+        "Demotion intervals that used up the demotion quota.",
+        c.demote_quota_exceeded,
+    );
+    let rows = vec![
+        ("class=\"hot\"".to_string(), c.hot_regions.to_string()),
+        ("class=\"cold\"".to_string(), c.cold_regions.to_string()),
+    ];
+    family(
+        o,
+        "tiermem_damon_regions",
+        "gauge",
+        "DAMON regions of the controller's targets in the last tick.",
+        &rows,
+    );
+    single(
+        o,
+        "tiermem_damon_monitored_bytes",
+        "gauge",
+        "Bytes DAMON monitors for the controller.",
+        c.monitored_bytes,
+    );
+}
+
+/// The DAMOS statistics of the agent's kdamonds.
+fn damos(o: &mut String, schemes: &[(String, usize, crate::damon::SchemeStats)]) {
+    let mut bytes = Vec::new();
+    let mut exceeds = Vec::new();
+    for (p, s, st) in schemes {
+        let l = format!("kdamond=\"{}\",scheme=\"{s}\"", escape_label(p));
+        bytes.push((format!("{l},stat=\"tried\""), st.sz_tried.to_string()));
+        bytes.push((format!("{l},stat=\"applied\""), st.sz_applied.to_string()));
+        exceeds.push((l, st.qt_exceeds.to_string()));
+    }
+    family(
+        o,
+        "tiermem_damos_bytes_total",
+        "counter",
+        "DAMOS scheme statistics of the agent's kdamonds.",
+        &bytes,
+    );
+    family(
+        o,
+        "tiermem_damos_quota_exceeds_total",
+        "counter",
+        "Times a DAMOS scheme's quota was exceeded.",
+        &exceeds,
+    );
 }
 
 /// One metric family: HELP, TYPE, then its samples (`labels` without braces).
