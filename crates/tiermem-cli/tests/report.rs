@@ -1,32 +1,10 @@
 //! `tiermem report heatmap|wss|access` on a simulated DAMON record, and `tiermem damon
 //! import|export` of damo's kdamond configs: outputs, and bad inputs exiting with code 2.
 
+mod common;
+
+use common::{bad, ok, s, tiermem};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn tiermem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tiermem"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "exit {:?}: {err}", o.status.code());
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn bad(o: &Output, needle: &str) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
-    assert!(err.contains(needle), "{needle:?} not in: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/examples/damon-record.toml")

@@ -1,37 +1,11 @@
 //! `tiermem trace`: import → info → replay keep the source's access counts; bad inputs
 //! exit with code 2 and say where; a real program recorded under Valgrind end to end.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_tiermem"))
-}
-
-fn tiermem(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "exit {:?}: {err}", o.status.code());
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn bad(o: &Output, needle: &str) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
-    assert!(err.contains(needle), "{needle:?} not in: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap()
-}
+use common::{bad, json, ok, s, tiermem};
+use std::path::Path;
+use std::process::Command;
 
 /// A Lackey text with a known mix: 2000 instructions, 1500 loads, 400 stores, 100 modifies.
 fn lackey_text() -> String {
