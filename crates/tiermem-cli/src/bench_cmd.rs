@@ -1,0 +1,136 @@
+//! `tiermem bench`: the simulator's speed and host memory per simulated page.
+
+use crate::{input, run_with_progress, sim_failure, Failure};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use tiermem_core::config::SimConfig;
+use tiermem_sim::engine::Simulation;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Simulated memory footprint of the single pmbench process.
+    #[arg(long, default_value = "16GiB")]
+    pub size: String,
+    /// Simulated seconds to run.
+    #[arg(long, default_value_t = 30.0)]
+    pub duration: f64,
+    /// Run with NUMA-balancing memory tiering on (numa_balancing = 2, demotion enabled).
+    #[arg(long)]
+    pub tiering: bool,
+    /// Replay this trace (looped) instead of running pmbench.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+}
+
+pub fn run(a: BenchArgs) -> Result<(), Failure> {
+    cmd_bench(&a.size, a.duration, a.tiering, a.trace.as_deref())
+}
+
+/// A memory figure of this process from `/proc/self/status` (`VmHWM`, `VmRSS`), in bytes.
+fn proc_status_bytes(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[allow(clippy::expect_used, reason = "a constant machine description")]
+fn cmd_bench(
+    size: &str,
+    duration: f64,
+    tiering: bool,
+    trace: Option<&Path>,
+) -> Result<(), Failure> {
+    let bytes =
+        tiermem_core::units::parse_bytes(size).map_err(|e| input(format!("--size: {e}")))?;
+    if bytes.0 < (64 << 20) {
+        return Err(input("--size: at least 64MiB"));
+    }
+    if !(duration > 0.0 && duration <= 3600.0) {
+        return Err(input("--duration: seconds within (0, 3600]"));
+    }
+    // A 2-node machine: DRAM holding half the footprint, a CXL node holding the rest.
+    let dram = bytes.0 / 2;
+    let text = format!(
+        "machine = {{ preset = \"small\", nodes = [] }}\nduration = \"{duration}s\"\nseed = 1\n[sim]\nsample_interval = \"1s\"\n\
+         [[workloads]]\ntype = \"pmbench\"\nmapsize = \"{}\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\n",
+        bytes.0
+    );
+    let text = match trace {
+        // Trace replay instead: the trace looped for the whole run.
+        Some(t) => format!(
+            "machine = {{ preset = \"small\", nodes = [] }}\nduration = \"{duration}s\"\nseed = 1\n[sim]\nsample_interval = \"1s\"\n\
+             [[workloads]]\ntype = \"trace\"\nfile = {}\nloops = 0\n",
+            toml::Value::String(t.display().to_string())
+        ),
+        None => text,
+    };
+    let text = if tiering {
+        format!("{text}[kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n")
+    } else {
+        text
+    };
+    let mut value = tiermem_core::config::resolve_toml(&text, "<bench>").map_err(input)?;
+    // Replace the preset's nodes with sized ones.
+    let nodes = format!(
+        "[[nodes]]\nid = 0\ncpus = 4\ncapacity = {dram}\nkind = \"dram\"\nread_latency = \"85ns\"\nread_bandwidth = \"50GB/s\"\n\
+         [[nodes]]\nid = 1\ncapacity = {}\nkind = \"cxl\"\nread_latency = \"200ns\"\nread_bandwidth = \"26.8GB/s\"\nwrite_bandwidth = \"20GB/s\"\n",
+        bytes.0
+    );
+    let nodes_v: toml::Value = toml::from_str(&nodes).expect("valid");
+    tiermem_core::config::set_path(
+        &mut value,
+        "machine.nodes",
+        nodes_v.get("nodes").expect("nodes").clone(),
+    )
+    .map_err(input)?;
+    let cfg = SimConfig::from_value(&value, "<bench>").map_err(input)?;
+    let rss0 = proc_status_bytes("VmRSS:").unwrap_or(0);
+    let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
+    let mut samples: Vec<(f64, f64, u64)> = Vec::new();
+    let (res, wall) = run_with_progress(&mut sim, "bench", |wall_s, p| {
+        samples.push((wall_s, p.sim_seconds, p.accesses))
+    })?;
+    let pages = bytes.pages_ceil().0 as f64;
+    let peak = proc_status_bytes("VmHWM:").unwrap_or(0);
+    // Steady state: the second half of the run by wall time (after initialisation).
+    let half = samples.iter().position(|s| s.0 >= wall / 2.0).unwrap_or(0);
+    let (w0, _, a0) = samples.get(half).copied().unwrap_or((0.0, 0.0, 0));
+    let steady = (res.summary.accesses - a0) as f64 / (wall - w0).max(1e-9);
+    println!(
+        "bench: {}, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
+        match trace {
+            Some(t) => format!("replay of {} (looped)", t.display()),
+            None => "pmbench normal_ih 80% reads".to_string(),
+        },
+        bytes,
+        tiermem_core::units::Bytes(dram),
+        if tiering { "on" } else { "off" }
+    );
+    if tiering {
+        let v = &res.summary.vmstat;
+        println!(
+            "  promoted / demoted pages          {} / {}",
+            v["pgpromote_success"], v["pgdemote_kswapd"]
+        );
+    }
+    println!("  wall time                         {wall:.2} s");
+    println!(
+        "  simulated accesses                {}",
+        res.summary.accesses
+    );
+    println!(
+        "  accesses per wall second (all)    {:.2} M",
+        res.summary.accesses as f64 / wall / 1e6
+    );
+    println!("  accesses per wall second (steady) {:.2} M", steady / 1e6);
+    println!(
+        "  page+frame tables                 {:.1} bytes per simulated page",
+        res.host_table_bytes as f64 / pages
+    );
+    println!(
+        "  peak RSS growth                   {:.1} bytes per simulated page",
+        peak.saturating_sub(rss0) as f64 / pages
+    );
+    Ok(())
+}
