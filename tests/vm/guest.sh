@@ -524,6 +524,9 @@ s10() {
       pass damon-record
     fi
   fi
+  # The kernel's address-space layout of two anonymous mmaps (evidence for the simulator's
+  # VMA placement, which DAMON vaddr's three regions depend on).
+  info "hotcold maps: $(tr -s ' ' </proc/$hc/maps | cut -d' ' -f1,2,6 | tr '\n' ';')"
   # numastat -p on the same process: hotcold put its 64 MiB cold region on node 0 and its
   # 16 MiB hot region on node 1 (mbind, then default policy; nothing moves them here).
   tiermem numastat -p $hc >/tmp/ns.out 2>&1
