@@ -251,19 +251,9 @@ pub fn build(
         let group = *barrier_groups;
         *barrier_groups += 1;
         let base = |gen: VmGen, cpa: SimDuration, latency_probe: bool| ThreadSpec {
-            workload: wi,
-            proc,
-            cpu_node: node,
-            mlp: 1,
             cpu_per_access: cpa,
-            cpu_per_line: SimDuration::ZERO,
-            cpu_per_line_from_run: false,
-            start: SimDuration::ZERO,
-            run_duration: None,
-            barrier_group: None,
-            generator: Generator::VmGuest(gen),
             latency_probe,
-            pace: None,
+            ..ThreadSpec::new(wi, proc, node, Generator::VmGuest(gen))
         };
         let mut boot = base(
             VmGen::Boot {

@@ -634,6 +634,29 @@ pub struct ThreadSpec {
     pub pace: Option<SimDuration>,
 }
 
+impl ThreadSpec {
+    /// A thread of process `proc` of workload `workload` on `cpu_node` running `generator`:
+    /// one line in flight, no CPU cost of its own, from time 0, unbounded, no barrier, not
+    /// a latency probe, accesses back to back. Builders set what differs.
+    pub fn new(workload: usize, proc: u16, cpu_node: NodeId, generator: Generator) -> Self {
+        ThreadSpec {
+            workload,
+            proc,
+            cpu_node,
+            mlp: 1,
+            cpu_per_access: SimDuration::ZERO,
+            cpu_per_line: SimDuration::ZERO,
+            cpu_per_line_from_run: false,
+            start: SimDuration::ZERO,
+            run_duration: None,
+            barrier_group: None,
+            generator,
+            latency_probe: false,
+            pace: None,
+        }
+    }
+}
+
 /// A trace file that cannot be read is a config error at its key (`workloads[i].file`,
 /// so that the CLI names the config file too); a malformed trace names the trace itself.
 fn trace_open_error(wi: usize, e: tiermem_trace::TraceError) -> crate::SimError {
@@ -751,19 +774,10 @@ fn build_pmbench(
         )?;
         for t in 0..p.threads {
             threads.push(ThreadSpec {
-                workload: wi,
-                proc,
-                cpu_node: cpu,
-                mlp: 1,
                 cpu_per_access: p.cpu_per_access.unwrap_or(topo.cpu_per_access),
-                cpu_per_line: SimDuration::ZERO,
-                cpu_per_line_from_run: false,
                 start: p.start,
                 run_duration: p.duration,
-                barrier_group: None,
-                generator: Generator::Pmbench(PmbenchGen::new(p, t)),
-                latency_probe: false,
-                pace: None,
+                ..ThreadSpec::new(wi, proc, cpu, Generator::Pmbench(PmbenchGen::new(p, t)))
             });
         }
     }
@@ -797,19 +811,16 @@ fn build_stream(
     *barrier_groups += 1;
     for t in 0..s.threads {
         threads.push(ThreadSpec {
-            workload: wi,
-            proc,
-            cpu_node: cpu,
             mlp: s.mlp,
-            cpu_per_access: SimDuration::ZERO,
             cpu_per_line: s.cpu_per_line,
-            cpu_per_line_from_run: false,
             start: s.start,
-            run_duration: None,
             barrier_group: Some(group),
-            generator: Generator::Stream(StreamGen::new(s, [0, pages, 2 * pages], t)),
-            latency_probe: false,
-            pace: None,
+            ..ThreadSpec::new(
+                wi,
+                proc,
+                cpu,
+                Generator::Stream(StreamGen::new(s, [0, pages, 2 * pages], t)),
+            )
         });
     }
     Ok(threads)
@@ -841,36 +852,33 @@ fn build_mlc(
     let per_line = SimDuration::from_ns_f64(m.delay_cycles as f64 / m.cpu_ghz);
     for t in 0..m.bw_threads {
         threads.push(ThreadSpec {
-            workload: wi,
-            proc,
-            cpu_node: cpu,
             mlp: m.mlp,
-            cpu_per_access: SimDuration::ZERO,
             cpu_per_line: per_line,
             cpu_per_line_from_run: true,
             start: m.start,
             run_duration: m.duration,
             barrier_group: Some(group),
-            generator: Generator::MlcBw(MlcBwGen::new(t * bw_pages, bw_pages, m.traffic)),
-            latency_probe: false,
-            pace: None,
+            ..ThreadSpec::new(
+                wi,
+                proc,
+                cpu,
+                Generator::MlcBw(MlcBwGen::new(t * bw_pages, bw_pages, m.traffic)),
+            )
         });
     }
     if m.latency_thread {
         threads.push(ThreadSpec {
-            workload: wi,
-            proc,
-            cpu_node: cpu,
-            mlp: 1,
             cpu_per_access: SimDuration::from_ns(1),
-            cpu_per_line: SimDuration::ZERO,
-            cpu_per_line_from_run: false,
             start: m.start,
             run_duration: m.duration,
             barrier_group: Some(group),
-            generator: Generator::MlcLat(MlcLatGen::new(m.bw_threads * bw_pages, lat_pages)),
             latency_probe: true,
-            pace: None,
+            ..ThreadSpec::new(
+                wi,
+                proc,
+                cpu,
+                Generator::MlcLat(MlcLatGen::new(m.bw_threads * bw_pages, lat_pages)),
+            )
         });
     }
     Ok(threads)
@@ -906,21 +914,18 @@ fn build_xsbench(
     *barrier_groups += 1;
     for t in 0..x.threads {
         threads.push(ThreadSpec {
-            workload: wi,
-            proc,
-            cpu_node: cpu,
             // Dependent search reads run one at a time; the row and nuclide reads
             // are marked streaming and overlap (STREAM_MLP).
             mlp: 1,
             cpu_per_access: x.cpu_per_nuclide,
-            cpu_per_line: SimDuration::ZERO,
-            cpu_per_line_from_run: false,
             start: x.start,
-            run_duration: None,
             barrier_group: Some(group),
-            generator: Generator::Xsbench(crate::xsbench::XsbenchGen::new(layout.clone(), x, t)),
-            latency_probe: false,
-            pace: None,
+            ..ThreadSpec::new(
+                wi,
+                proc,
+                cpu,
+                Generator::Xsbench(crate::xsbench::XsbenchGen::new(layout.clone(), x, t)),
+            )
         });
     }
     Ok(threads)
@@ -954,26 +959,21 @@ fn build_trace(
         let proc = kernel.add_process(format!("{name}.{pi}"), cpu, t.policy.clone(), vmas)?;
         for &tt in &trace_threads {
             threads.push(ThreadSpec {
-                workload: wi,
-                proc,
-                cpu_node: cpu,
                 mlp: t.mlp,
-                cpu_per_access: SimDuration::ZERO,
-                cpu_per_line: SimDuration::ZERO,
-                cpu_per_line_from_run: false,
                 start: t.start,
-                run_duration: None,
-                barrier_group: None,
-                generator: Generator::Trace(Box::new(crate::trace_replay::TraceGen::new(
-                    layout.clone(),
-                    (!single).then_some(tt),
-                    t.cpi,
-                    t.cpu_ghz,
-                    t.time_scale,
-                    t.loops,
-                ))),
-                latency_probe: false,
-                pace: None,
+                ..ThreadSpec::new(
+                    wi,
+                    proc,
+                    cpu,
+                    Generator::Trace(Box::new(crate::trace_replay::TraceGen::new(
+                        layout.clone(),
+                        (!single).then_some(tt),
+                        t.cpi,
+                        t.cpu_ghz,
+                        t.time_scale,
+                        t.loops,
+                    ))),
+                )
             });
         }
     }
@@ -1128,19 +1128,10 @@ fn damon_workload_thread(
         crate::damon_workloads::vmas(pages),
     )?;
     Ok(ThreadSpec {
-        workload,
-        proc,
-        cpu_node: cpu,
-        mlp: 1,
         cpu_per_access: timing.0,
-        cpu_per_line: SimDuration::ZERO,
-        cpu_per_line_from_run: false,
         start: timing.1,
         run_duration: timing.2,
-        barrier_group: None,
-        generator,
-        latency_probe: false,
-        pace: None,
+        ..ThreadSpec::new(workload, proc, cpu, generator)
     })
 }
 
