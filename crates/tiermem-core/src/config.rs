@@ -1297,24 +1297,26 @@ impl NodeChecks<'_> {
     }
 }
 
+/// `value` within `lo..=hi`, else the error workload checks give ("must be within lo..hi").
+fn within(key: String, value: u64, lo: u64, hi: u64) -> Result<(), ConfigError> {
+    if (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            key,
+            format!("must be within {lo}..{hi}"),
+        ))
+    }
+}
+
 /// `[[workloads]]` of type `pmbench`.
 fn check_pmbench(
     p: &PmbenchConfig,
     key: &dyn Fn(&str) -> String,
     chk: &NodeChecks,
 ) -> Result<(), ConfigError> {
-    if p.processes == 0 || p.processes > 4096 {
-        return Err(ConfigError::invalid(
-            key("processes"),
-            "must be within 1..4096",
-        ));
-    }
-    if p.threads == 0 || p.threads > 1024 {
-        return Err(ConfigError::invalid(
-            key("threads"),
-            "must be within 1..1024",
-        ));
-    }
+    within(key("processes"), p.processes.into(), 1, 4096)?;
+    within(key("threads"), p.threads.into(), 1, 1024)?;
     if p.mapsize.0 < crate::units::PAGE_SIZE {
         return Err(ConfigError::invalid(
             key("mapsize"),
@@ -1372,21 +1374,14 @@ fn check_stream(
     if s.array_elements > (1u64 << 36) {
         return Err(ConfigError::invalid(key("array_elements"), "is too large"));
     }
-    if s.threads == 0 || s.threads > 1024 {
-        return Err(ConfigError::invalid(
-            key("threads"),
-            "must be within 1..1024",
-        ));
-    }
+    within(key("threads"), s.threads.into(), 1, 1024)?;
     if s.ntimes < 2 {
         return Err(ConfigError::invalid(
             key("ntimes"),
             "must be at least 2 (the first iteration is discarded)",
         ));
     }
-    if s.mlp == 0 || s.mlp > 256 {
-        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
-    }
+    within(key("mlp"), s.mlp.into(), 1, 256)?;
     if let Some(c) = s.cpu_node {
         chk.node(key("cpu_node"), c, true)?;
     }
@@ -1420,9 +1415,7 @@ fn check_mlc(
             "must be within 0.1..10",
         ));
     }
-    if m.mlp == 0 || m.mlp > 256 {
-        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
-    }
+    within(key("mlp"), m.mlp.into(), 1, 256)?;
     if m.buffer.0 < crate::units::PAGE_SIZE || m.latency_buffer.0 < crate::units::PAGE_SIZE {
         return Err(ConfigError::invalid(
             key("buffer"),
@@ -1444,12 +1437,7 @@ fn check_xsbench(
     chk: &NodeChecks,
     regions: Vec<String>,
 ) -> Result<(), ConfigError> {
-    if x.threads == 0 || x.threads > 1024 {
-        return Err(ConfigError::invalid(
-            key("threads"),
-            "must be within 1..1024",
-        ));
-    }
+    within(key("threads"), x.threads.into(), 1, 1024)?;
     if x.lookups < x.threads as u64 {
         return Err(ConfigError::invalid(
             key("lookups"),
@@ -1496,12 +1484,7 @@ fn check_trace(
     if t.file.is_empty() {
         return Err(ConfigError::invalid(key("file"), "must name a trace file"));
     }
-    if t.processes == 0 || t.processes > 4096 {
-        return Err(ConfigError::invalid(
-            key("processes"),
-            "must be within 1..4096",
-        ));
-    }
+    within(key("processes"), t.processes.into(), 1, 4096)?;
     for (f, v, lo, hi) in [
         ("cpi", t.cpi, 0.01, 1000.0),
         ("cpu_ghz", t.cpu_ghz, 0.1, 10.0),
@@ -1514,9 +1497,7 @@ fn check_trace(
             ));
         }
     }
-    if t.mlp == 0 || t.mlp > 256 {
-        return Err(ConfigError::invalid(key("mlp"), "must be within 1..256"));
-    }
+    within(key("mlp"), t.mlp.into(), 1, 256)?;
     if let Some(c) = t.cpu_node {
         chk.node(key("cpu_node"), c, true)?;
     }
