@@ -98,88 +98,67 @@ fn default_duration() -> SimDuration {
 
 /// `[sim]`: how the engine advances time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Timing window: node latencies are re-solved from the previous window's traffic and
     /// periodic kernel work runs at least this often. Default 1 ms.
-    #[serde(default = "default_tick")]
     pub tick: SimDuration,
     /// Interval of the timeline rows. Default 100 ms.
-    #[serde(default = "default_sample")]
     pub sample_interval: SimDuration,
-}
-
-fn default_tick() -> SimDuration {
-    SimDuration::from_ms(1)
-}
-fn default_sample() -> SimDuration {
-    SimDuration::from_ms(100)
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            tick: default_tick(),
-            sample_interval: default_sample(),
+            tick: SimDuration::from_ms(1),
+            sample_interval: SimDuration::from_ms(100),
         }
     }
 }
 
 /// `[kernel]`: the knobs of the simulated kernel, with the kernel's defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct KernelConfig {
     /// The kernel release whose behaviour to model where releases differ (`"6.12"`, or
     /// `uname -r`'s text); default: the newest modelled behaviour. `tiermem validate` sets
     /// it from the recording when a scenario leaves it out. See `release.rs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub release: Option<crate::release::KernelRelease>,
     /// `/proc/sys/vm/watermark_scale_factor`, in 1/10000 of a zone (1..3000). Default 10.
-    #[serde(default = "default_wsf")]
     pub watermark_scale_factor: u32,
     /// `/proc/sys/vm/min_free_kbytes`. Default: computed as `calculate_min_free_kbytes` does.
-    #[serde(default)]
     pub min_free_kbytes: Option<u64>,
     /// `/sys/kernel/mm/numa/demotion_enabled`: reclaim demotes to the next tier instead of
     /// swapping. Default false.
-    #[serde(default)]
     pub demotion_enabled: bool,
     /// `/proc/sys/kernel/numa_balancing`: bit 0 NUMA_BALANCING_NORMAL, bit 1
     /// NUMA_BALANCING_MEMORY_TIERING (0..3). Default 0 (the simulated machine boots
     /// without balancing unless asked).
-    #[serde(default)]
     pub numa_balancing: u32,
     /// NUMA-balancing scanner and promotion knobs (`[kernel.numa]`).
-    #[serde(default)]
     pub numa: NumaConfig,
     /// A swap device (`[kernel.swap]`); none by default.
-    #[serde(default)]
     pub swap: Option<SwapConfig>,
     /// A zram swap device (`[kernel.zram]`), used before the swap device (higher priority).
-    #[serde(default)]
     pub zram: Option<ZramConfig>,
     /// CPU costs of kernel paths.
-    #[serde(default)]
     pub costs: KernelCosts,
     /// DAMON contexts and modules (`[kernel.damon]`, see `damon.rs`); none by default.
-    #[serde(default)]
     pub damon: crate::damon::DamonConfig,
     /// KSM (`[kernel.ksm]`); absent = a kernel without KSM (no per-page content table).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ksm: Option<crate::ksm::KsmConfig>,
     /// The weighted-interleave weight table (`[kernel.weighted_interleave]`,
     /// `/sys/kernel/mm/mempolicy/weighted_interleave/`).
-    #[serde(default)]
     pub weighted_interleave: WeightedInterleaveConfig,
     /// `/sys/kernel/mm/transparent_hugepage/enabled`. The simulator allocates base pages
     /// only, so `never` is the one value it accepts; the live workload runner writes it so
     /// that a recording runs the same way. Default `never`.
-    #[serde(default)]
     pub transparent_hugepage: TransparentHugepage,
     /// `/sys/kernel/mm/lru_gen/enabled`: the multi-generational LRU (MGLRU; Debian's 6.12
     /// turns it on). The simulator models the classic active/inactive lists, so `false`
     /// is the one value it accepts; the live runner writes it. Default false.
-    #[serde(default)]
     pub lru_gen: bool,
 }
 
@@ -269,15 +248,11 @@ pub enum Populate {
     Bulk,
 }
 
-fn default_wsf() -> u32 {
-    10
-}
-
 impl Default for KernelConfig {
     fn default() -> Self {
         KernelConfig {
             release: None,
-            watermark_scale_factor: default_wsf(),
+            watermark_scale_factor: 10,
             min_free_kbytes: None,
             demotion_enabled: false,
             numa_balancing: 0,
@@ -313,80 +288,46 @@ pub enum PromotionPolicy {
 /// `[kernel.numa]`: NUMA-balancing knobs with the kernel's defaults
 /// (debugfs `sched/numa_balancing/*`, sysctls).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct NumaConfig {
     /// `scan_delay_ms`: delay before the first scan of a new mm. Default 1000.
-    #[serde(default = "d_scan_delay")]
     pub scan_delay_ms: u32,
     /// `scan_period_min_ms`. Default 1000.
-    #[serde(default = "d_scan_min")]
     pub scan_period_min_ms: u32,
     /// `scan_period_max_ms`; also the threshold-adjustment period. Default 60000.
-    #[serde(default = "d_scan_max")]
     pub scan_period_max_ms: u32,
     /// `scan_size_mb`: address space made PROT_NONE per scan. Default 256.
-    #[serde(default = "d_scan_size")]
     pub scan_size_mb: u32,
     /// `hot_threshold_ms`: hint-fault latency below which a slow-tier page is hot. Default 1000.
-    #[serde(default = "d_hot")]
     pub hot_threshold_ms: u32,
     /// `numa_balancing_promote_rate_limit_MBps` per target node. Default 65536.
-    #[serde(default = "d_rate")]
     pub promote_rate_limit_mbps: u64,
     /// Promotion logic generation. Default `auto-threshold` (current kernels).
-    #[serde(default = "d_promotion")]
     pub promotion: PromotionPolicy,
     /// Seed 000's rejected "choice a": promote without checking the target's high
     /// watermark (`migrate_balanced_pgdat`), letting reclaim catch up. Default false
     /// (the kernel's choice b: kswapd keeps promo-watermark headroom).
-    #[serde(default)]
     pub promote_ignore_watermarks: bool,
     /// Not a kernel knob: divides the kernel's hard-coded constants that a scaled-down
     /// experiment must scale with the rest — the one-second period of the promotion rate limit
     /// (`numa_promotion_rate_limit`) and the 1 GiB floor of `pgdat_free_space_enough`. Such
     /// experiments divide memory, `scan_size_mb` and every time knob above by the same factor,
     /// so access rates per page stay in step with the scanner. Default 1 (the kernel).
-    #[serde(default = "d_model_scale")]
     pub model_scale: u32,
-}
-
-fn d_scan_delay() -> u32 {
-    1000
-}
-fn d_scan_min() -> u32 {
-    1000
-}
-fn d_scan_max() -> u32 {
-    60000
-}
-fn d_scan_size() -> u32 {
-    256
-}
-fn d_hot() -> u32 {
-    1000
-}
-fn d_rate() -> u64 {
-    65536
-}
-fn d_model_scale() -> u32 {
-    1
-}
-fn d_promotion() -> PromotionPolicy {
-    PromotionPolicy::AutoThreshold
 }
 
 impl Default for NumaConfig {
     fn default() -> Self {
         NumaConfig {
-            scan_delay_ms: d_scan_delay(),
-            scan_period_min_ms: d_scan_min(),
-            scan_period_max_ms: d_scan_max(),
-            scan_size_mb: d_scan_size(),
-            hot_threshold_ms: d_hot(),
-            promote_rate_limit_mbps: d_rate(),
-            promotion: d_promotion(),
+            scan_delay_ms: 1000,
+            scan_period_min_ms: 1000,
+            scan_period_max_ms: 60000,
+            scan_size_mb: 256,
+            hot_threshold_ms: 1000,
+            promote_rate_limit_mbps: 65536,
+            promotion: PromotionPolicy::AutoThreshold,
             promote_ignore_watermarks: false,
-            model_scale: d_model_scale(),
+            model_scale: 1,
         }
     }
 }
@@ -441,91 +382,48 @@ fn default_decompress() -> SimDuration {
 
 /// CPU costs of kernel paths (assumptions, documented in docs/model.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct KernelCosts {
     /// First-touch anonymous fault: trap, allocation and zeroing. Default 1 us.
-    #[serde(default = "default_anon_fault")]
     pub anon_fault: SimDuration,
     /// A load's fault on an untouched anonymous page, which maps the shared zero page
     /// (`do_anonymous_page` without a write): trap and PTE only. Default 250 ns.
-    #[serde(default = "default_zero_page_fault")]
     pub zero_page_fault: SimDuration,
     /// Fixed overhead of a swap-in fault, on top of the device or decompression time. Default 2 us.
-    #[serde(default = "default_swapin")]
     pub swapin_fault: SimDuration,
     /// Reclaim: per page scanned on an LRU list (rmap walk, accessed-bit check). Default 150 ns.
-    #[serde(default = "default_scan")]
     pub reclaim_scan_page: SimDuration,
     /// Reclaim: per page unmapped and freed (TLB flush, swap entry). Default 1 us.
-    #[serde(default = "default_unmap")]
     pub reclaim_unmap_page: SimDuration,
     /// Migration of one page (demotion/promotion): unmap, copy, remap. Default 2 us, plus
     /// the copy traffic charged to both nodes.
-    #[serde(default = "default_migrate")]
     pub migrate_page: SimDuration,
     /// NUMA scanner: per PTE visited by `change_prot_numa`. Default 5 ns.
-    #[serde(default = "default_scan_pte")]
     pub numa_scan_pte: SimDuration,
     /// NUMA scanner: per PTE made PROT_NONE (incl. the TLB flush share). Default 25 ns.
-    #[serde(default = "default_pte_update")]
     pub numa_pte_update: SimDuration,
     /// A NUMA hint fault without migration (trap, `do_numa_page`). Default 1 us.
-    #[serde(default = "default_hint_fault")]
     pub numa_hint_fault: SimDuration,
     /// One sleep–wake cycle of a waiting thread: the timer interrupt, the wakeup, the
     /// return to user space, the thread's check and the syscall back to sleep. A
     /// scheduler tick lands inside it with probability `task_wakeup / tick`, which is how
     /// a mostly sleeping thread gets `task_tick_numa` calls. Default 5 us.
-    #[serde(default = "default_task_wakeup")]
     pub task_wakeup: SimDuration,
-}
-
-fn default_task_wakeup() -> SimDuration {
-    SimDuration::from_us(5)
-}
-
-fn default_scan_pte() -> SimDuration {
-    SimDuration::from_ns(5)
-}
-fn default_pte_update() -> SimDuration {
-    SimDuration::from_ns(25)
-}
-fn default_hint_fault() -> SimDuration {
-    SimDuration::from_us(1)
-}
-
-fn default_anon_fault() -> SimDuration {
-    SimDuration::from_us(1)
-}
-fn default_zero_page_fault() -> SimDuration {
-    SimDuration::from_ns(250)
-}
-fn default_swapin() -> SimDuration {
-    SimDuration::from_us(2)
-}
-fn default_scan() -> SimDuration {
-    SimDuration::from_ns(150)
-}
-fn default_unmap() -> SimDuration {
-    SimDuration::from_us(1)
-}
-fn default_migrate() -> SimDuration {
-    SimDuration::from_us(2)
 }
 
 impl Default for KernelCosts {
     fn default() -> Self {
         KernelCosts {
-            anon_fault: default_anon_fault(),
-            zero_page_fault: default_zero_page_fault(),
-            swapin_fault: default_swapin(),
-            reclaim_scan_page: default_scan(),
-            reclaim_unmap_page: default_unmap(),
-            migrate_page: default_migrate(),
-            numa_scan_pte: default_scan_pte(),
-            numa_pte_update: default_pte_update(),
-            numa_hint_fault: default_hint_fault(),
-            task_wakeup: default_task_wakeup(),
+            anon_fault: SimDuration::from_us(1),
+            zero_page_fault: SimDuration::from_ns(250),
+            swapin_fault: SimDuration::from_us(2),
+            reclaim_scan_page: SimDuration::from_ns(150),
+            reclaim_unmap_page: SimDuration::from_us(1),
+            migrate_page: SimDuration::from_us(2),
+            numa_scan_pte: SimDuration::from_ns(5),
+            numa_pte_update: SimDuration::from_ns(25),
+            numa_hint_fault: SimDuration::from_us(1),
+            task_wakeup: SimDuration::from_us(5),
         }
     }
 }

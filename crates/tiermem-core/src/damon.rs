@@ -111,25 +111,19 @@ pub struct AddrRange {
 
 /// `struct damon_attrs` with `damon_new_ctx`'s defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct MonitoringAttrs {
     /// Sampling interval, us. Default 5000.
-    #[serde(default = "d_sample")]
     pub sample_us: u64,
     /// Aggregation interval, us. Default 100000.
-    #[serde(default = "d_aggr")]
     pub aggr_us: u64,
     /// Operations update interval, us. Default 60000000.
-    #[serde(default = "d_update")]
     pub update_us: u64,
     /// Default 10; at least 3.
-    #[serde(default = "d_min_nr")]
     pub min_nr_regions: u32,
     /// Default 1000.
-    #[serde(default = "d_max_nr")]
     pub max_nr_regions: u32,
     /// Interval auto-tuning (6.15+); off by default.
-    #[serde(default)]
     pub intervals_goal: IntervalsGoal,
 }
 
@@ -138,9 +132,6 @@ fn d_sample() -> u64 {
 }
 fn d_aggr() -> u64 {
     100_000
-}
-fn d_update() -> u64 {
-    60_000_000
 }
 fn d_min_nr() -> u32 {
     10
@@ -154,7 +145,7 @@ impl Default for MonitoringAttrs {
         MonitoringAttrs {
             sample_us: d_sample(),
             aggr_us: d_aggr(),
-            update_us: d_update(),
+            update_us: 60_000_000,
             min_nr_regions: d_min_nr(),
             max_nr_regions: d_max_nr(),
             intervals_goal: IntervalsGoal::default(),
@@ -259,33 +250,20 @@ impl DamosAction {
 
 /// `struct damos_access_pattern`; all bounds inclusive.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct AccessPattern {
     /// Bytes. Default 0.
-    #[serde(default)]
     pub min_sz: u64,
     /// Bytes. Default unlimited.
-    #[serde(default = "max_u64")]
     pub max_sz: u64,
     /// Samples per aggregation interval. Default 0.
-    #[serde(default)]
     pub min_nr_accesses: u32,
     /// Default unlimited.
-    #[serde(default = "max_u32")]
     pub max_nr_accesses: u32,
     /// Aggregation intervals. Default 0.
-    #[serde(default)]
     pub min_age: u32,
     /// Default unlimited.
-    #[serde(default = "max_u32")]
     pub max_age: u32,
-}
-
-fn max_u64() -> u64 {
-    u64::MAX
-}
-fn max_u32() -> u32 {
-    u32::MAX
 }
 
 impl Default for AccessPattern {
@@ -817,52 +795,30 @@ impl SchemeStats {
 /// its time is reported as a share of one CPU and does not slow the workload, except for
 /// the time the actions' effects cost (refaults, migration traffic).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct DamonCosts {
     /// Per region per sample: prepare (pick address, mkold via rmap) and check. Default 60 ns.
-    #[serde(default = "d_cost_sample")]
     pub sample_region_ns: u64,
     /// Per region per aggregation: merge, split, reset. Default 40 ns.
-    #[serde(default = "d_cost_aggr")]
     pub aggregate_region_ns: u64,
     /// Per region visited per scheme application (pattern match, scoring). Default 30 ns.
-    #[serde(default = "d_cost_apply")]
     pub apply_region_ns: u64,
     /// Per LRU page an action handles (folio isolation, the rmap walk of the filters),
     /// on top of the kernel's own cost of the action (reclaim, migration). Default 1 us.
-    #[serde(default = "d_cost_page")]
     pub action_page_ns: u64,
     /// Per page an action looks at (pfn to folio lookup), including free pages it skips.
     /// Default 50 ns.
-    #[serde(default = "d_cost_walk")]
     pub walk_page_ns: u64,
-}
-
-fn d_cost_walk() -> u64 {
-    50
-}
-
-fn d_cost_sample() -> u64 {
-    60
-}
-fn d_cost_aggr() -> u64 {
-    40
-}
-fn d_cost_apply() -> u64 {
-    30
-}
-fn d_cost_page() -> u64 {
-    1000
 }
 
 impl Default for DamonCosts {
     fn default() -> Self {
         DamonCosts {
-            sample_region_ns: d_cost_sample(),
-            aggregate_region_ns: d_cost_aggr(),
-            apply_region_ns: d_cost_apply(),
-            action_page_ns: d_cost_page(),
-            walk_page_ns: d_cost_walk(),
+            sample_region_ns: 60,
+            aggregate_region_ns: 40,
+            apply_region_ns: 30,
+            action_page_ns: 1000,
+            walk_page_ns: 50,
         }
     }
 }

@@ -20,130 +20,68 @@ pub enum AdvisorMode {
 /// `[kernel.ksm]`: present = the kernel has KSM (CONFIG_KSM). Field names are the sysfs
 /// file names; defaults are `mm/ksm.c`'s (kernel-mechanisms.md §3.8).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct KsmConfig {
     /// `run` at boot: 0 stop, 1 merge, 2 unmerge everything and stop. Default 0.
-    #[serde(default)]
     pub run: u32,
     /// `pages_to_scan` per ksmd wake-up. Default 100.
-    #[serde(default = "d_pages_to_scan")]
     pub pages_to_scan: u32,
     /// `sleep_millisecs` between batches. Default 20.
-    #[serde(default = "d_sleep")]
     pub sleep_millisecs: u32,
     /// `merge_across_nodes`: 1 one stable/unstable tree pair for the machine; 0 one pair per
     /// NUMA node (pages merge only with pages on the same node). Default 1.
-    #[serde(default = "d_one")]
     pub merge_across_nodes: u32,
     /// `max_page_sharing`: mappings per KSM page before a stable-node chain grows a new dup
     /// (minimum 2). Default 256.
-    #[serde(default = "d_max_sharing")]
     pub max_page_sharing: u32,
     /// `stable_node_chains_prune_millisecs`. Default 2000.
-    #[serde(default = "d_prune")]
     pub stable_node_chains_prune_millisecs: u32,
     /// `use_zero_pages`: empty pages are mapped to the shared zero page. Default 0.
-    #[serde(default)]
     pub use_zero_pages: u32,
     /// `smart_scan` (6.7+): skip pages that repeatedly failed to merge. Default 1.
-    #[serde(default = "d_one")]
     pub smart_scan: u32,
     /// `advisor_mode` (6.8+). Default `none`.
-    #[serde(default)]
     pub advisor_mode: AdvisorMode,
     /// `advisor_max_cpu` (%). Default 70.
-    #[serde(default = "d_adv_cpu")]
     pub advisor_max_cpu: u32,
     /// `advisor_min_pages_to_scan`. Default 500.
-    #[serde(default = "d_adv_min")]
     pub advisor_min_pages_to_scan: u64,
     /// `advisor_max_pages_to_scan`. Default 30000.
-    #[serde(default = "d_adv_max")]
     pub advisor_max_pages_to_scan: u64,
     /// `advisor_target_scan_time` (seconds, minimum 1). Default 200.
-    #[serde(default = "d_adv_target")]
     pub advisor_target_scan_time: u64,
     /// CPU costs of ksmd and of breaking COW (assumptions, docs/model.md).
-    #[serde(default)]
     pub costs: KsmCosts,
 }
 
 /// CPU time of KSM paths.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct KsmCosts {
     /// Per page visited by ksmd (`scan_get_next_rmap_item`: page walk, rmap_item lookup).
     /// Default 150 ns.
-    #[serde(default = "d_c_visit")]
     pub scan_page: SimDuration,
     /// Checksum of one page (`calc_checksum`, xxhash of 4 KiB at ~8 GB/s). Default 500 ns.
-    #[serde(default = "d_c_sum")]
     pub checksum: SimDuration,
     /// One `memcmp_pages` in a tree walk. Default 100 ns (most differ in the first line);
     /// an equal compare (the whole page) costs `checksum`.
-    #[serde(default = "d_c_cmp")]
     pub compare: SimDuration,
     /// Merging one page (`write_protect_page` with its TLB flush + `replace_page`).
     /// Default 3 us.
-    #[serde(default = "d_c_merge")]
     pub merge: SimDuration,
     /// A write fault on a KSM or zero page (`do_wp_page` → `wp_page_copy`: allocate, copy
     /// 4 KiB, remap, flush). Default 2 us.
-    #[serde(default = "d_c_cow")]
     pub cow_fault: SimDuration,
-}
-
-fn d_pages_to_scan() -> u32 {
-    100
-}
-fn d_sleep() -> u32 {
-    20
-}
-fn d_one() -> u32 {
-    1
-}
-fn d_max_sharing() -> u32 {
-    256
-}
-fn d_prune() -> u32 {
-    2000
-}
-fn d_adv_cpu() -> u32 {
-    70
-}
-fn d_adv_min() -> u64 {
-    500
-}
-fn d_adv_max() -> u64 {
-    30000
-}
-fn d_adv_target() -> u64 {
-    200
-}
-fn d_c_visit() -> SimDuration {
-    SimDuration::from_ns(150)
-}
-fn d_c_sum() -> SimDuration {
-    SimDuration::from_ns(500)
-}
-fn d_c_cmp() -> SimDuration {
-    SimDuration::from_ns(100)
-}
-fn d_c_merge() -> SimDuration {
-    SimDuration::from_us(3)
-}
-fn d_c_cow() -> SimDuration {
-    SimDuration::from_us(2)
 }
 
 impl Default for KsmCosts {
     fn default() -> Self {
         KsmCosts {
-            scan_page: d_c_visit(),
-            checksum: d_c_sum(),
-            compare: d_c_cmp(),
-            merge: d_c_merge(),
-            cow_fault: d_c_cow(),
+            scan_page: SimDuration::from_ns(150),
+            checksum: SimDuration::from_ns(500),
+            compare: SimDuration::from_ns(100),
+            merge: SimDuration::from_us(3),
+            cow_fault: SimDuration::from_us(2),
         }
     }
 }
@@ -152,18 +90,18 @@ impl Default for KsmConfig {
     fn default() -> Self {
         KsmConfig {
             run: 0,
-            pages_to_scan: d_pages_to_scan(),
-            sleep_millisecs: d_sleep(),
+            pages_to_scan: 100,
+            sleep_millisecs: 20,
             merge_across_nodes: 1,
-            max_page_sharing: d_max_sharing(),
-            stable_node_chains_prune_millisecs: d_prune(),
+            max_page_sharing: 256,
+            stable_node_chains_prune_millisecs: 2000,
             use_zero_pages: 0,
             smart_scan: 1,
             advisor_mode: AdvisorMode::None,
-            advisor_max_cpu: d_adv_cpu(),
-            advisor_min_pages_to_scan: d_adv_min(),
-            advisor_max_pages_to_scan: d_adv_max(),
-            advisor_target_scan_time: d_adv_target(),
+            advisor_max_cpu: 70,
+            advisor_min_pages_to_scan: 500,
+            advisor_max_pages_to_scan: 30000,
+            advisor_target_scan_time: 200,
             costs: KsmCosts::default(),
         }
     }

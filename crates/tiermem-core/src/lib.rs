@@ -103,3 +103,37 @@ impl fmt::Display for ConfigError {
         write!(f, "{}", self.message)
     }
 }
+
+/// An empty table deserialises to each config type's `Default`: the serde defaults and the
+/// `Default` impls are one set of values (the types take their defaults from `Default`).
+#[cfg(test)]
+mod default_tests {
+    fn empty_is_default<T>()
+    where
+        T: serde::de::DeserializeOwned + Default + std::fmt::Debug,
+    {
+        let v: T = toml::from_str("").unwrap();
+        assert_eq!(
+            format!("{v:?}"),
+            format!("{:?}", T::default()),
+            "{}",
+            std::any::type_name::<T>()
+        );
+    }
+
+    #[test]
+    fn empty_tables_are_the_defaults() {
+        empty_is_default::<crate::config::EngineConfig>();
+        empty_is_default::<crate::config::KernelConfig>();
+        empty_is_default::<crate::config::NumaConfig>();
+        empty_is_default::<crate::config::KernelCosts>();
+        empty_is_default::<crate::damon::MonitoringAttrs>();
+        empty_is_default::<crate::damon::AccessPattern>();
+        empty_is_default::<crate::damon::ReclaimParams>();
+        empty_is_default::<crate::damon::LruSortParams>();
+        empty_is_default::<crate::damon::TieringParams>();
+        empty_is_default::<crate::damon::DamonCosts>();
+        empty_is_default::<crate::ksm::KsmConfig>();
+        empty_is_default::<crate::ksm::KsmCosts>();
+    }
+}
