@@ -109,7 +109,9 @@ const DEFAULT_METRICS: [&str; 2] = ["throughput_accesses_per_s", "mean_latency_n
 /// Read an experiment file; `dir` resolves a `base` given as a path (`None`: only an
 /// inline `[base]` table is accepted, as for the embedded built-ins).
 pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment, ConfigError> {
-    let value = resolve_toml_plain(text, origin)?;
+    // The config reader: syntax errors with line and column. Its preset expansion touches
+    // only a top-level `machine`, which an experiment file does not have.
+    let value = resolve_toml(text, origin)?;
     let f: ExperimentFile = serde_path_to_error::deserialize(value).map_err(|e| {
         let key = e.path().to_string();
         ConfigError::invalid(
@@ -168,21 +170,6 @@ pub fn from_file(path: &Path) -> Result<Experiment, ConfigError> {
         &origin,
         Some(path.parent().unwrap_or(Path::new("."))),
     )
-}
-
-/// TOML syntax errors with line and column (the config parser's reader), without the
-/// machine-preset expansion that belongs to configs, not to experiment files.
-fn resolve_toml_plain(text: &str, origin: &str) -> Result<toml::Value, ConfigError> {
-    toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
-            .unwrap_or(0);
-        ConfigError::whole_file(
-            origin,
-            format!("TOML syntax error at line {line}: {}", e.message()),
-        )
-    })
 }
 
 fn load_base(
