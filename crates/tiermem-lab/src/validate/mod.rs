@@ -516,6 +516,7 @@ mod repeat_tests {
             diff: format!("vs {kernel}"),
             tolerance: "±10".into(),
             pass,
+            values: kernel.parse().ok().map(|k| (k, 100.0)),
         }
     }
 
@@ -550,5 +551,26 @@ mod repeat_tests {
         );
         assert_eq!(odd[0].kernel, "3 s");
         assert!(!odd[0].pass);
+    }
+
+    #[test]
+    fn a_value_between_the_recordings_passes_and_says_so() {
+        let m = super::merge_repeats(
+            vec![row("final x", "50", false)],
+            &[vec![row("final x", "150", false)]],
+        );
+        assert!(m[0].pass, "100 lies between the recordings' 50 and 150");
+        assert_eq!(m[0].diff, "within the recordings' range");
+        assert_eq!(m[0].kernel, "50 / 150");
+        let one = super::merge_repeats(vec![row("final x", "50", false)], &[]);
+        assert!(!one[0].pass, "a single recording has no spread");
+        let mut text = row("final x", "50", false);
+        text.values = None;
+        let mut other = row("final x", "150", false);
+        other.values = None;
+        assert!(
+            !super::merge_repeats(vec![text], &[vec![other]])[0].pass,
+            "rows without values (exact outcomes) need a recording within tolerance"
+        );
     }
 }
