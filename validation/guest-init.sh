@@ -45,6 +45,21 @@ if grep -q tiermem_trace_damon /proc/cmdline; then
   echo 1 > $T/events/sched/sched_switch/enable
   echo 1 > $T/tracing_on
 fi
+# tiermem_trace_reclaim (record.sh --trace-reclaim): who reclaims and when. kswapd's wakes,
+# sleeps and batches, direct reclaim's begin/end, migratetype fallbacks (which boost the
+# watermarks) and every context switch (how much CPU the workload's thread gets).
+if grep -q tiermem_trace_reclaim /proc/cmdline; then
+  T=/sys/kernel/tracing
+  [ -d $T/events ] || T=/sys/kernel/debug/tracing
+  echo 32768 > $T/buffer_size_kb
+  for e in vmscan/mm_vmscan_kswapd_wake vmscan/mm_vmscan_kswapd_sleep vmscan/mm_vmscan_wakeup_kswapd \
+    vmscan/mm_vmscan_direct_reclaim_begin vmscan/mm_vmscan_direct_reclaim_end \
+    vmscan/mm_vmscan_lru_shrink_inactive vmscan/mm_vmscan_lru_shrink_active \
+    vmscan/mm_vmscan_throttled kmem/mm_page_alloc_extfrag sched/sched_switch; do
+    echo 1 > $T/events/$e/enable 2>/dev/null
+  done
+  echo 1 > $T/tracing_on
+fi
 if tiermem workload run /scenario/scenario.toml --out /tmp/out --progress 10; then
   cat /proc/zoneinfo > /tmp/out/zoneinfo-end.txt
   grep -q tiermem_trace /proc/cmdline && { echo 0 > $T/tracing_on; cat $T/trace > /tmp/out/trace.txt; }

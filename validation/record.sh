@@ -7,6 +7,8 @@
 # Usage: validation/record.sh [--trace] [SCENARIO_DIR...]   (default: every validation/*/)
 #   --trace: also trace task_numa_work calls and VMA skips into kernel/trace.txt (slower guest).
 #   --trace-damon: trace DAMOS applications, reclaim's page writes and where kdamonds wait.
+#   --trace-reclaim: trace kswapd's and direct reclaim's batches, watermark-boosting
+#     fallbacks and context switches (where the workload's CPU time goes under pressure).
 # TIERMEM_RECORD_AS=NAME stores the recording in SCENARIO/NAME instead of SCENARIO/kernel.
 # Needs what tests/vm/run.sh needs (qemu-system-x86, busybox-static, cpio; installed with
 # apt-get when missing). Record on an otherwise idle machine: TCG's speed is the guest's.
@@ -25,6 +27,7 @@ HOST_BIN=$REPO/target/release/tiermem
 trace=""
 if [[ ${1:-} == --trace ]]; then trace=" tiermem_trace"; shift; fi
 if [[ ${1:-} == --trace-damon ]]; then trace=" tiermem_trace_damon"; shift; fi
+if [[ ${1:-} == --trace-reclaim ]]; then trace=" tiermem_trace_reclaim"; shift; fi
 if (($#)); then dirs=("$@"); else dirs=(validation/*/); fi
 status=0
 for d in "${dirs[@]}"; do
