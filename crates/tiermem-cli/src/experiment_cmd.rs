@@ -1,5 +1,5 @@
 //! `tiermem experiment`, `tiermem sweep`, `tiermem tune`: many simulations of variants of a
-//! config (tiermem-lab's experiments and tuner; sweeps in the Python package).
+//! config (tiermem-lab's experiments, sweeps and tuner).
 
 use crate::{input, progress_bar, render_plots, sim_failure, write_file, Failure};
 use anyhow::Context;
@@ -21,7 +21,7 @@ pub struct ExperimentArgs {
     /// Run every built-in experiment.
     #[arg(long)]
     pub all: bool,
-    /// Do not render PNG plots (they need the tiermem Python package).
+    /// Do not draw the PNG plots.
     #[arg(long)]
     pub no_plots: bool,
 }
@@ -33,14 +33,14 @@ pub struct SweepArgs {
     /// Output directory.
     #[arg(long)]
     pub out: PathBuf,
-    /// Where the points run: local processes, or a Dask distributed cluster.
+    /// Where the points run: this machine's cores (`local`); `dask` is the Python
+    /// package's (`python3 -m tiermem.sweeps`).
     #[arg(long, value_parser = ["local", "dask"])]
     pub engine: Option<String>,
     /// Dask scheduler address (`tcp://host:8786`); implies `--engine dask`.
     #[arg(long)]
     pub address: Option<String>,
-    /// Local processes (default: the CPU count), or the size of the local Dask
-    /// cluster started by `--engine dask` without `--address`.
+    /// Simulations run at once (default: the CPU count).
     #[arg(long)]
     pub workers: Option<u32>,
     /// Override every point's seed.
@@ -80,36 +80,47 @@ pub fn tune(a: TuneArgs) -> Result<(), Failure> {
     cmd_tune(&a.config, a.metric, a.workload, a.max_weight, a.out)
 }
 
-/// The sweep runs in the Python package: its arguments, passed on.
+/// `tiermem sweep`: every point of the sweep file's grid, on this machine's cores
+/// (tiermem-lab's [`tiermem_lab::sweep`]); the Dask engine is the Python package's.
 pub fn sweep(a: SweepArgs) -> Result<(), Failure> {
-    let SweepArgs {
-        file,
-        out,
-        engine,
-        address,
-        workers,
-        seed,
-        duration,
-        no_plots,
-    } = a;
-    let mut args: Vec<std::ffi::OsString> = vec![file.into(), "--out".into(), out.into()];
-    let options = [
-        ("--engine", engine),
-        ("--address", address),
-        ("--workers", workers.map(|w| w.to_string())),
-        ("--seed", seed.map(|s| s.to_string())),
-        ("--duration", duration.map(|d| d.to_string())),
-    ];
-    for (flag, value) in options {
-        if let Some(v) = value {
-            args.push(flag.into());
-            args.push(v.into());
+    if a.engine.as_deref() == Some("dask") || a.address.is_some() {
+        return Err(input(
+            "--engine dask runs from the Python package: `python3 -m tiermem.sweeps FILE \
+             --out DIR --engine dask [--address tcp://host:8786]` (or tiermem.sweep in a notebook)",
+        ));
+    }
+    if a.workers == Some(0) {
+        return Err(input("--workers must be at least 1"));
+    }
+    let file = tiermem_lab::sweep::load(&a.file).map_err(input)?;
+    let opts = tiermem_lab::sweep::Options {
+        seed: a.seed,
+        duration_s: a.duration,
+        workers: a.workers.map(|w| w as usize),
+    };
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("cannot create {}", a.out.display()))?;
+    let points = tiermem_lab::sweep::expand(&file.grid).len();
+    let pb = progress_bar(points as u64, &file.name);
+    let outcome = tiermem_lab::sweep::run(&file, &a.out, opts, &|done, _| {
+        if let Some(pb) = &pb {
+            pb.set_position(done as u64);
         }
+    })
+    .map_err(sim_failure)?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
     }
-    if no_plots {
-        args.push("--no-plots".into());
+    if !a.no_plots && !file.plots.is_empty() {
+        render_plots(&a.out);
     }
-    cmd_sweep(&args)
+    println!(
+        "tiermem sweep: {} points of {} in {}",
+        outcome.points,
+        file.name,
+        outcome.csv.display()
+    );
+    Ok(())
 }
 
 #[allow(
@@ -294,28 +305,4 @@ fn cmd_experiment(
         write_file(&out.join("README.md"), &index)?;
     }
     Ok(())
-}
-
-/// `tiermem sweep`: the sweep runs in the Python package (`python3 -m tiermem.sweeps`, or
-/// `$TIERMEM_PYTHON`), which fans the points out to local processes or a Dask cluster;
-/// its exit code (2 for bad input, 1 for failures) becomes ours.
-fn cmd_sweep(args: &[std::ffi::OsString]) -> Result<(), Failure> {
-    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| "python3".into());
-    let status = std::process::Command::new(&python)
-        .args(["-m", "tiermem.sweeps"])
-        .args(args)
-        .status()
-        .with_context(|| {
-            format!(
-                "cannot run {python}: sweeps need Python and the tiermem package (`pip install .`)"
-            )
-        })?;
-    match status.code() {
-        Some(0) => Ok(()),
-        // The Python side printed its error (`tiermem sweep: error: ...`): keep its exit code.
-        Some(code) => std::process::exit(code),
-        None => {
-            Err(anyhow::anyhow!("sweep interrupted ({python} -m tiermem.sweeps: {status})").into())
-        }
-    }
 }

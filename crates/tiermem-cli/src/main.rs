@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use tiermem_sim::engine::{Progress, Simulation};
@@ -66,9 +66,14 @@ enum Cmd {
     /// List the machine presets, or print one as TOML.
     Presets(presets_cmd::PresetsArgs),
     /// Run a parameter-sweep file (base config + grid) in parallel and write results.csv,
-    /// results.json, per-point outputs and plots. Runs the Python package
-    /// (`python3 -m tiermem.sweeps`, or $TIERMEM_PYTHON).
+    /// results.json, per-point outputs and plots.
     Sweep(experiment_cmd::SweepArgs),
+    /// Draw the plots an experiment's or sweep's output directory asks for (its
+    /// results.json `plots`), as PNG (or SVG for a `.svg` file name).
+    Plot {
+        /// The output directory (holds results.json).
+        dir: PathBuf,
+    },
     /// Find the weighted-interleave weights that maximise a workload's throughput: simulate
     /// the fastest node of the policy at weight 1..=max-weight (others at 1) and the
     /// bandwidth-derived `auto` weights.
@@ -189,6 +194,7 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Presets(a) => presets_cmd::cmd_presets(a.name),
         Cmd::Sweep(a) => experiment_cmd::sweep(a),
+        Cmd::Plot { dir } => plot(&dir),
         Cmd::Tune(a) => experiment_cmd::tune(a),
         Cmd::Trace { cmd } => trace_cmd::run(cmd),
         Cmd::Report { cmd } => report_cmd::run(cmd),
@@ -269,12 +275,30 @@ fn write_file(path: &Path, body: &str) -> Result<(), Failure> {
         .map_err(Failure::from)
 }
 
-/// Draw the experiment's plots with the Python package (`python3 -m tiermem.plots DIR`).
+/// `tiermem plot DIR`: draw the directory's plots; a missing or malformed results.json is
+/// bad input.
+fn plot(dir: &Path) -> Result<(), Failure> {
+    let r = tiermem_lab::plots::render_experiment(dir).map_err(input)?;
+    for w in &r.warnings {
+        eprintln!("tiermem: warning: plot {w}");
+    }
+    println!(
+        "tiermem plot: wrote {} plot(s) in {}",
+        r.written.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Draw the plots an output directory's `results.json` asks for (natively, with
+/// tiermem-lab's [`tiermem_lab::plots`]); a plot that cannot be drawn is a warning.
 fn render_plots(dir: &Path) {
-    let python = std::env::var("TIERMEM_PYTHON").unwrap_or_else(|_| "python3".into());
-    match std::process::Command::new(&python).args(["-m", "tiermem.plots"]).arg(dir).status() {
-        Ok(s) if s.success() => {}
-        Ok(s) => eprintln!("tiermem: warning: plots not rendered ({python} -m tiermem.plots exited with {s}); install the Python package with `pip install .`"),
-        Err(e) => eprintln!("tiermem: warning: plots not rendered: cannot run {python}: {e}"),
+    match tiermem_lab::plots::render_experiment(dir) {
+        Ok(r) => {
+            for w in r.warnings {
+                eprintln!("tiermem: warning: plot {w}");
+            }
+        }
+        Err(e) => eprintln!("tiermem: warning: plots not drawn: {e}"),
     }
 }

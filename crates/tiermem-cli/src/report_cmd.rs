@@ -44,7 +44,7 @@ pub struct HeatmapArgs {
     /// Write heatmap.json and heatmap.png here instead of printing.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// With --out: write only heatmap.json (the PNG needs the tiermem Python package).
+    /// With --out: write only heatmap.json, not the PNG.
     #[arg(long)]
     no_plots: bool,
     /// Show every monitored range, not only the ranges found accessed at least once.

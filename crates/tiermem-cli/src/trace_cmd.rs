@@ -86,7 +86,7 @@ pub enum TraceCmd {
         time_bins: usize,
         #[arg(long, default_value_t = 200)]
         addr_bins: usize,
-        /// Write only heatmap.json (the PNG needs the tiermem Python package).
+        /// Write only heatmap.json, not the PNG.
         #[arg(long)]
         no_plots: bool,
     },

@@ -1,6 +1,9 @@
 //! CLI behaviour: bad input exits with code 2 and names the file and key; good runs write
 //! their outputs; same seed, same summary.json bytes.
 
+mod common;
+
+use common::{bad, json, ok, s, tiermem};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -186,38 +189,131 @@ fn experiment_list_and_file() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("watermark_scale_factor"));
 }
 
+/// A PNG file's signature.
+fn is_png(p: &std::path::Path) -> bool {
+    std::fs::read(p).is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n"))
+}
+
 #[test]
-fn sweep_without_python_is_a_runtime_failure() {
-    // `tiermem sweep` runs the Python package; a missing interpreter is exit 1 with a hint.
-    // (The sweep itself is tested from Python: tests/python/test_sweeps.py.)
+fn a_sweep_runs_its_grid_natively_and_draws_its_plots() {
+    // No Python anywhere on the PATH: the CLI must not need it.
     let d = tempfile::tempdir().unwrap();
+    write(d.path(), "base.toml", GOOD);
     let file = write(
         d.path(),
         "sweep.toml",
-        "base = \"x.toml\"\n[grid]\nseed = [1]\n",
+        "name = \"wsf\"\nbase = \"base.toml\"\nmetrics = [\"accesses\"]\n\
+         [grid]\n\"kernel.watermark_scale_factor\" = [10, 100]\nseed = [1, 2]\n\
+         [[plots]]\nfile = \"acc.png\"\ntype = \"line\"\nx = \"kernel.watermark_scale_factor\"\ny = \"accesses\"\ngroup = \"seed\"\n",
     );
+    let out = d.path().join("out");
     let o = Command::new(bin())
         .args(["sweep"])
         .arg(&file)
         .arg("--out")
-        .arg(d.path().join("out"))
-        .env("TIERMEM_PYTHON", d.path().join("no-such-python"))
+        .arg(&out)
+        .env("PATH", d.path().join("no-bin"))
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    let stdout = ok(&o);
+    assert!(stdout.contains("4 points of wsf"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0], "point,kernel.watermark_scale_factor,seed,accesses",
+        "the grid's paths in file order, then the metrics"
+    );
+    assert_eq!(lines.len(), 5);
     assert!(
-        err.contains("cannot run") && err.contains("pip install"),
-        "{err}"
+        lines[2].starts_with("1,10,2,"),
+        "the last path varies fastest: {csv}"
+    );
+    let results = json(&std::fs::read_to_string(out.join("results.json")).unwrap());
+    assert_eq!(results["variants"].as_array().unwrap().len(), 4);
+    assert_eq!(results["variants"][3]["labels"]["seed"], 2);
+    assert!(out.join("points/0003/summary.json").exists());
+    assert!(out.join("points/0003/timeline.csv").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("points/0001/overrides.toml")).unwrap(),
+        "\"kernel.watermark_scale_factor\" = 10\n\"seed\" = 2\n"
+    );
+    assert!(
+        is_png(&out.join("acc.png")),
+        "the plot is drawn without Python"
+    );
+    // Same sweep, same numbers (the points are independent runs).
+    let again = d.path().join("again");
+    ok(&tiermem(&[
+        "sweep",
+        s(&file),
+        "--out",
+        s(&again),
+        "--no-plots",
+        "--workers",
+        "1",
+    ]));
+    assert_eq!(
+        std::fs::read_to_string(again.join("results.csv")).unwrap(),
+        csv
+    );
+    assert!(!again.join("acc.png").exists());
+}
+
+#[test]
+fn bad_sweeps_are_input_errors() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "base.toml", GOOD);
+    let file = write(
+        d.path(),
+        "s.toml",
+        "base = \"base.toml\"\n[grid]\nseed = [1]\n",
+    );
+    let out = d.path().join("out");
+    bad(
+        &tiermem(&["sweep", s(&file), "--out", s(&out), "--engine", "dask"]),
+        "python3 -m tiermem.sweeps",
     );
     // Unknown engines are rejected by the argument parser (exit 2).
-    let o = Command::new(bin())
-        .args(["sweep"])
-        .arg(&file)
-        .args(["--out", "x", "--engine", "ray"])
-        .output()
-        .unwrap();
+    let o = tiermem(&["sweep", s(&file), "--out", s(&out), "--engine", "ray"]);
     assert_eq!(o.status.code(), Some(2));
+    let nogrid = write(d.path(), "n.toml", "base = \"base.toml\"\n");
+    bad(&tiermem(&["sweep", s(&nogrid), "--out", s(&out)]), "grid");
+    let badpoint = write(
+        d.path(),
+        "p.toml",
+        "base = \"base.toml\"\n[grid]\n\"kernel.watermark_scale_factor\" = [10, 0]\n",
+    );
+    bad(
+        &tiermem(&["sweep", s(&badpoint), "--out", s(&out)]),
+        "sweep point 1: kernel.watermark_scale_factor=0",
+    );
+}
+
+#[test]
+fn plot_draws_an_output_directory_and_refuses_a_missing_one() {
+    let d = tempfile::tempdir().unwrap();
+    bad(&tiermem(&["plot", s(d.path())]), "results.json");
+    std::fs::write(
+        d.path().join("results.json"),
+        r#"{"variants": [{"name": "a", "metrics": {"x": 1}}, {"name": "b", "metrics": {"x": 3}}],
+            "plots": [{"file": "x.png", "type": "bar", "y": "x"},
+                      {"file": "x.svg", "type": "bar", "y": "x"},
+                      {"file": "../escape.png", "type": "bar", "y": "x"},
+                      {"file": "none.png", "type": "bar", "y": "nope"}]}"#,
+    )
+    .unwrap();
+    let o = tiermem(&["plot", s(d.path())]);
+    let stdout = ok(&o);
+    assert!(stdout.contains("wrote 2 plot(s)"), "{stdout}");
+    assert!(is_png(&d.path().join("x.png")));
+    let svg = std::fs::read_to_string(d.path().join("x.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("outside") && err.contains("no variant has metric"),
+        "{err}"
+    );
+    assert!(!d.path().join("../escape.png").exists());
 }
 
 #[test]

@@ -1543,7 +1543,14 @@ pub fn typed<T: DeserializeOwned>(value: toml::Value, prefix: &str) -> Result<T,
 /// Parse TOML text and expand presets (`machine = "name"` or `[machine] preset = "name"`
 /// with overriding keys). The result is the resolved config value.
 pub fn resolve_toml(text: &str, origin: &str) -> Result<toml::Value, ConfigError> {
-    let mut value: toml::Value = toml::from_str(text).map_err(|e| {
+    let mut value = parse_toml(text, origin)?;
+    expand_machine_preset(&mut value).map_err(|e| e.in_file(origin))?;
+    Ok(value)
+}
+
+/// Parse TOML text; a syntax error names the file, line and column.
+pub fn parse_toml(text: &str, origin: &str) -> Result<toml::Value, ConfigError> {
+    toml::from_str(text).map_err(|e| {
         let (line, col) = e
             .span()
             .map(|s| {
@@ -1562,9 +1569,7 @@ pub fn resolve_toml(text: &str, origin: &str) -> Result<toml::Value, ConfigError
                 e.message()
             ),
         }
-    })?;
-    expand_machine_preset(&mut value).map_err(|e| e.in_file(origin))?;
-    Ok(value)
+    })
 }
 
 /// Replace `machine = "NAME"` (or a `[machine]` table with `preset = "NAME"` and

@@ -20,7 +20,7 @@
 //! Metrics are paths into `summary.json` (plus derived metrics some built-ins add).
 //! Results go to `OUT/results.json`, `OUT/report.md` and `OUT/variants/<name>/`
 //! (`config.toml`, `summary.json`, `timeline.csv`); PNG plots are drawn from
-//! `results.json` by the Python package (`python -m tiermem.plots OUT`).
+//! `results.json` by [`crate::plots`] (or the Python package's `tiermem.plots`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -69,7 +69,7 @@ pub enum Derive {
     },
 }
 
-/// A plot request, rendered by the Python package.
+/// A plot request (drawn by [`crate::plots`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlotSpec {
@@ -377,19 +377,28 @@ pub fn metric(value: &serde_json::Value, path: &str) -> Option<f64> {
 
 /// Run every config on up to one thread per CPU, in any order; results come back in the
 /// configs' order. `progress(done, total, index)` is called as each run ends.
+pub fn run_all(
+    configs: &[SimConfig],
+    progress: &(dyn Fn(usize, usize, usize) + Sync),
+) -> Vec<Result<tiermem_sim::engine::SimResult, SimError>> {
+    run_all_on(configs, None, progress)
+}
+
+/// [`run_all`] on `workers` threads (default: one per CPU).
 #[allow(
     clippy::expect_used,
     reason = "every index below n is taken by one worker, which stores its run"
 )]
-pub fn run_all(
+pub fn run_all_on(
     configs: &[SimConfig],
+    workers: Option<usize>,
     progress: &(dyn Fn(usize, usize, usize) + Sync),
 ) -> Vec<Result<tiermem_sim::engine::SimResult, SimError>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let n = configs.len();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |p| p.get())
+    let workers = workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get()))
         .min(n)
         .max(1);
     let next = AtomicUsize::new(0);
@@ -773,9 +782,9 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
     s
 }
 
-/// Replace the report's links to plots that were not drawn (`--no-plots`, or no Python
-/// plotting stack) with a line that says how to draw them, so that `report.md` never shows
-/// a broken image.
+/// Replace the report's links to plots that were not drawn (`--no-plots`, or data the plot
+/// needs is missing) with a line that says how to draw them, so that `report.md` never
+/// shows a broken image.
 pub fn note_missing_plots(dir: &std::path::Path) -> std::io::Result<()> {
     let path = dir.join("report.md");
     let text = std::fs::read_to_string(&path)?;
@@ -791,7 +800,7 @@ pub fn note_missing_plots(dir: &std::path::Path) -> std::io::Result<()> {
                 Some(f) if !dir.join(f).exists() => {
                     changed = true;
                     format!(
-                        "_Plot `{f}` not drawn: run `python3 -m tiermem.plots {}` (needs the Python package)._",
+                        "_Plot `{f}` not drawn (`--no-plots`, or its data is missing): `tiermem plot {}` draws it._",
                         dir.display()
                     )
                 }

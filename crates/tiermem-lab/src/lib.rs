@@ -2,6 +2,8 @@
 //!
 //! * [`experiment`], [`experiment_file`]: experiments (the built-ins are the files of
 //!   `experiments/`), one generic runner, reports;
+//! * [`sweep`]: parameter sweeps from a sweep file (a grid of `set` paths over a base config);
+//! * [`plots`]: the PNG/SVG plots an experiment's or sweep's `results.json` asks for;
 //! * [`tuner`]: the weighted-interleave weight tuner;
 //! * [`validate`]: the simulator checked against recordings of the real kernel, scenario by
 //!   scenario (`tiermem validate`).
@@ -14,5 +16,7 @@
 
 pub mod experiment;
 pub mod experiment_file;
+pub mod plots;
+pub mod sweep;
 pub mod tuner;
 pub mod validate;
