@@ -337,9 +337,11 @@ def test_sweep_file_errors_exit_2(native, tmp_path, edit, message, where):
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_sweep_delegates_to_python(native, tiermem_binary, tmp_path):
+def test_cli_sweep_is_native_and_matches_the_python_sweep(native, tiermem_binary, tmp_path):
+    # The binary runs the sweep itself (no Python on its PATH) and writes what the Python
+    # front writes, with the same numbers.
     path = write_sweep(tmp_path)
-    env = dict(os.environ, TIERMEM_PYTHON=sys.executable, MPLBACKEND="Agg")
+    env = dict(os.environ, PATH=str(tmp_path / "no-bin"))
     proc = subprocess.run(
         [str(tiermem_binary), "sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "2",
          "--duration", "0.05"],
@@ -349,8 +351,21 @@ def test_cli_sweep_delegates_to_python(native, tiermem_binary, tmp_path):
     assert "4 points of tiny" in proc.stdout
     df = pd.read_csv(tmp_path / "out" / "results.csv")
     assert len(df) == 4
+    assert (tmp_path / "out" / "latency.png").stat().st_size > 0
     summary = json.loads((tmp_path / "out" / "points" / "0000" / "summary.json").read_text())
     assert summary["sim_seconds"] == pytest.approx(0.05)
+    py = load_sweep_file(path)
+    py.plots = []
+    ref = py.run(tmp_path / "py", progress=False, workers=1, duration=0.05)
+    pd.testing.assert_frame_equal(
+        df.drop(columns="point"), ref.reset_index(drop=True), check_dtype=False, check_exact=False,
+        rtol=1e-12,
+    )
+    native_json = json.loads((tmp_path / "out" / "results.json").read_text())
+    py_json = json.loads((tmp_path / "py" / "results.json").read_text())
+    assert [v["name"] for v in native_json["variants"]] == [v["name"] for v in py_json["variants"]]
+    assert [v["labels"] for v in native_json["variants"]] == [v["labels"] for v in py_json["variants"]]
+    env = dict(os.environ)
     bad = subprocess.run(
         [str(tiermem_binary), "sweep", str(tmp_path / "none.toml"), "--out", str(tmp_path / "o")],
         capture_output=True, text=True, env=env,
