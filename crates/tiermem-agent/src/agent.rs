@@ -107,6 +107,9 @@ pub fn run(cfg: &AgentConfig, fs: &HostFs, opts: &RunOptions) -> Result<(), Erro
     let host = crate::host::read_host(fs)?;
     let plan = plan::build_plan(cfg, fs, &host)?;
     if opts.dry_run {
+        for k in &cfg.sim_only {
+            println!("simulation only, not applied: {k}");
+        }
         print!("{}", plan::render_plan(&plan, fs));
         let (specs, _) = layout(cfg, fs);
         for (k, s) in specs.iter().enumerate() {

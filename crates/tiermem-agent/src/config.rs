@@ -48,6 +48,10 @@ pub struct AgentConfig {
     /// Proactive reclaim.
     #[serde(default)]
     pub reclaim: Option<ReclaimConfig>,
+    /// Keys of a simulator config set aside as simulation-only (the machine, workloads,
+    /// cost model), with why; empty for an agent file ([`crate::policy_file`]).
+    #[serde(skip)]
+    pub sim_only: Vec<String>,
 }
 
 fn default_state_file() -> PathBuf {
@@ -190,20 +194,49 @@ impl AgentConfig {
         v
     }
 
-    /// Parse TOML text; errors name the file and dotted key.
+    /// Parse TOML text; errors name the file and dotted key. A simulator config is read
+    /// as its policy ([`crate::policy_file`]): errors then name the simulator's keys.
     pub fn from_toml_str(text: &str, file: &str) -> Result<AgentConfig, ConfigError> {
-        let de = toml::Deserializer::new(text);
-        let cfg: AgentConfig = serde_path_to_error::deserialize(de).map_err(|e| {
-            let key = e.path().to_string();
-            let key = if key == "." { String::new() } else { key };
-            let mut msg = e.inner().message().to_string();
-            if let Some(span) = e.inner().span() {
-                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                msg = format!("{msg} (line {line})");
-            }
-            ConfigError::invalid(key, msg).in_file(file)
+        let line_of = |span: Option<std::ops::Range<usize>>| {
+            span.map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+        };
+        let value: toml::Table = toml::from_str(text).map_err(|e| {
+            let msg = match line_of(e.span()) {
+                Some(l) => format!("{} (line {l})", e.message()),
+                None => e.message().to_string(),
+            };
+            ConfigError::invalid("", msg).in_file(file)
         })?;
-        cfg.check_static().map_err(|e| e.in_file(file))?;
+        if !crate::policy_file::is_sim_shaped(&value) {
+            let de = toml::Deserializer::new(text);
+            let cfg: AgentConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+                let key = e.path().to_string();
+                let key = if key == "." { String::new() } else { key };
+                let mut msg = e.inner().message().to_string();
+                if let Some(l) = line_of(e.inner().span()) {
+                    msg = format!("{msg} (line {l})");
+                }
+                ConfigError::invalid(key, msg).in_file(file)
+            })?;
+            cfg.check_static().map_err(|e| e.in_file(file))?;
+            return Ok(cfg);
+        }
+        let t = crate::policy_file::translate(&value).map_err(|e| e.in_file(file))?;
+        let mut cfg: AgentConfig =
+            serde_path_to_error::deserialize(toml::Value::Table(t.agent.clone())).map_err(|e| {
+                let key = e.path().to_string();
+                let key = if key == "." {
+                    String::new()
+                } else {
+                    t.file_key(&key)
+                };
+                ConfigError::invalid(key, e.inner().to_string()).in_file(file)
+            })?;
+        cfg.check_static().map_err(|mut e| {
+            e.key = t.file_key(&e.key);
+            e.in_file(file)
+        })?;
+        cfg.sim_only = t.ignored;
         Ok(cfg)
     }
 

@@ -40,6 +40,7 @@ pub mod host;
 pub mod metrics;
 pub mod numastat;
 pub mod plan;
+pub mod policy_file;
 pub mod signals;
 pub mod sim_config;
 pub mod state;

@@ -479,9 +479,17 @@ fn tiering(
             ));
         }
     }
-    let top: Vec<u32> = match &h.computed {
-        Some(c) => c.top_tier_nodes.clone(),
-        None => h
+    // The kernel's own memory tiers decide what is top tier (`node_is_toptier`); what
+    // tiermem-core computes from HMAT stands in only where sysfs shows no tiers.
+    let kernel_top = h
+        .tiers
+        .iter()
+        .min_by_key(|t| t.adistance_start)
+        .map(|t| t.nodes.clone());
+    let top: Vec<u32> = match (kernel_top, &h.computed) {
+        (Some(nodes), _) => nodes,
+        (None, Some(c)) => c.top_tier_nodes.clone(),
+        (None, None) => h
             .nodes
             .iter()
             .filter(|n| !n.cpus.is_empty())

@@ -205,3 +205,70 @@ fn workload_run_refuses_a_damon_context_it_cannot_run_by_key() {
     }
     assert!(!out.exists(), "nothing written");
 }
+
+#[test]
+fn the_agent_validates_a_simulator_config_unchanged() {
+    // One config language: configs/examples/user-tiering.toml runs in `tiermem sim` and,
+    // as it is, validates in `tiermem agent --dry-run`; what only describes the simulated
+    // run is listed, never applied.
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fake_host(&root);
+    let damon = root.join("sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds");
+    std::fs::create_dir_all(damon.parent().unwrap()).unwrap();
+    std::fs::write(&damon, "0\n").unwrap();
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/examples/user-tiering.toml");
+    let o = Command::new(bin())
+        .args(["agent", "--dry-run", "--root"])
+        .arg(&root)
+        .arg("--config")
+        .arg(&example)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("simulation only, not applied: machine"),
+        "{out}"
+    );
+    assert!(
+        out.contains("simulation only, not applied: workloads"),
+        "{out}"
+    );
+    assert!(out.contains("tiering: promote ≤ 16 MB/s"), "{out}");
+    assert!(out.contains("dry run: nothing written"), "{out}");
+    // A simulator key the host cannot take is refused by its own name.
+    let bad = d.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "machine = \"small\"\n[kernel.ksm]\nadvisor_mode = \"scan-time\"\n",
+    )
+    .unwrap();
+    let o = Command::new(bin())
+        .args(["agent", "--dry-run", "--root"])
+        .arg(&root)
+        .arg("--config")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("kernel.ksm.advisor_mode"), "{err}");
+    // An agent check failing on a translated key names the simulator's key.
+    std::fs::write(
+        &bad,
+        "machine = \"small\"\n[kernel.numa]\nscan_size_mb = 0\n",
+    )
+    .unwrap();
+    let o = Command::new(bin())
+        .args(["agent", "--dry-run", "--root"])
+        .arg(&root)
+        .arg("--config")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("kernel.numa.scan_size_mb"), "{err}");
+}
