@@ -7,8 +7,8 @@ Entry points:
 * :func:`plot_sweep` draws a :func:`tiermem.sweep` DataFrame (a metric against another,
   one line per parameter value) with the same code as the ``line`` plots below.
 * :func:`render_experiment` turns the ``results.json`` of an experiment directory into the
-  PNG files it asks for. The ``tiermem`` command line runs it after an experiment as
-  ``python3 -m tiermem.plots OUT_DIR``.
+  PNG files it asks for (``python3 -m tiermem.plots OUT_DIR``). The ``tiermem`` command
+  line draws the same entries natively (``tiermem plot OUT_DIR``).
 
 ``results.json`` has this shape (paths are relative to the directory)::
 

@@ -26,8 +26,8 @@ or a ``distributed.Client``; without an address a ``LocalCluster`` is started fo
 sweep). Each point is a pure function of (config, overrides, seed), so both engines give
 the same DataFrame, row for row, in grid order.
 
-The command line front is ``tiermem sweep FILE --out DIR`` (or
-``python -m tiermem.sweeps FILE --out DIR``), reading a sweep file::
+The command line front is ``python -m tiermem.sweeps FILE --out DIR`` (``tiermem sweep FILE
+--out DIR`` runs the same file natively, on local cores only), reading a sweep file::
 
     name = "promotion"
     description = "rate limit x hot threshold"

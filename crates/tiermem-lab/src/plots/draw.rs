@@ -58,6 +58,10 @@ pub fn figure<DB: DrawingBackend>(fig: &Figure, root: &DrawingArea<DB, Shift>) -
     root.present().map_err(err)
 }
 
+/// Legends longer than this go beside the axes, in a column this wide (pixels).
+const LEGEND_INSIDE: usize = 8;
+const LEGEND_WIDTH: u32 = 250;
+
 /// A tick label, `%.3g`-like.
 fn tick(v: f64) -> String {
     let a = v.abs();
@@ -114,7 +118,15 @@ fn ranges(p: &Panel) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
     )
 }
 
-fn panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> Res {
+fn panel<DB: DrawingBackend>(p: &Panel, whole: &DrawingArea<DB, Shift>) -> Res {
+    let area = &if p.legend_entries() > LEGEND_INSIDE {
+        let (w, _) = whole.dim_in_pixel();
+        let (plot, legend) = whole.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+        side_legend(p, &legend)?;
+        plot
+    } else {
+        whole.clone()
+    };
     let (xr, yr) = ranges(p);
     let slanted = p.bars.as_ref().is_some_and(|b| {
         b.categories.len() > 6 || b.categories.iter().any(|c| c.chars().count() > 12)
@@ -148,6 +160,34 @@ fn panel<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> Res {
             slanted,
         ),
     }
+}
+
+/// The legend of a panel with many lines, in its own column: each labelled line's colour
+/// and stroke, then its label.
+fn side_legend<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> Res {
+    let font = ("sans-serif", 12).into_font().color(&BLACK);
+    let mut y = 40;
+    for l in p.lines.iter().filter(|l| l.label.is_some()) {
+        let c = color(l.color);
+        let (on, off) = match l.stroke {
+            Stroke::Dashed => (8, 5),
+            Stroke::Dotted => (2, 4),
+            Stroke::DashDot => (10, 4),
+            Stroke::Solid | Stroke::None => (24, 0),
+        };
+        area.draw(&plotters::element::DashedPathElement::new(
+            vec![(8, y), (32, y)].into_iter(),
+            on,
+            off,
+            c.stroke_width(3),
+        ))
+        .map_err(err)?;
+        let label = l.label.clone().unwrap_or_default();
+        area.draw(&Text::new(label, (38, y - 7), font.clone()))
+            .map_err(err)?;
+        y += 16;
+    }
+    Ok(())
 }
 
 /// The mesh, labels and contents of a built chart. Bar groups sit at whole x units, with
@@ -288,7 +328,8 @@ where
             )))
             .map_err(err)?;
     }
-    if labelled {
+    // A long legend is drawn beside the axes instead ([`side_legend`]).
+    if labelled && p.legend_entries() <= LEGEND_INSIDE {
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
@@ -354,7 +395,15 @@ where
     }
     .map_err(err)?;
     if let Some(label) = &l.label {
-        drawn.label(label.as_str()).legend(legend);
+        let (on, off) = dashes.unwrap_or((24, 0));
+        drawn.label(label.as_str()).legend(move |(x, y)| {
+            plotters::element::DashedPathElement::new(
+                vec![(x, y), (x + 24, y)].into_iter(),
+                on,
+                off,
+                c.stroke_width(3),
+            )
+        });
         labelled = true;
     }
     Ok(labelled)

@@ -126,6 +126,21 @@ pub struct Heat {
 }
 
 impl Panel {
+    /// How many entries the legend has.
+    pub fn legend_entries(&self) -> usize {
+        let lines = self.lines.iter().filter(|l| l.label.is_some()).count();
+        let marks = self
+            .hlines
+            .iter()
+            .filter(|h| h.label.is_some() && h.span.is_some())
+            .count();
+        let bars = self
+            .bars
+            .as_ref()
+            .map_or(0, |b| b.series.iter().filter(|s| s.0.is_some()).count());
+        lines + marks + bars
+    }
+
     /// The data's x and y ranges (finite values only), before log scaling.
     pub fn extent(&self) -> ((f64, f64), (f64, f64)) {
         let mut xs: Vec<f64> = Vec::new();
