@@ -176,7 +176,7 @@ fn side_legend<DB: DrawingBackend>(p: &Panel, area: &DrawingArea<DB, Shift>) -> 
             Stroke::Solid | Stroke::None => (24, 0),
         };
         area.draw(&plotters::element::DashedPathElement::new(
-            vec![(8, y), (32, y)].into_iter(),
+            vec![(8, y), (32, y)],
             on,
             off,
             c.stroke_width(3),
@@ -398,7 +398,7 @@ where
         let (on, off) = dashes.unwrap_or((24, 0));
         drawn.label(label.as_str()).legend(move |(x, y)| {
             plotters::element::DashedPathElement::new(
-                vec![(x, y), (x + 24, y)].into_iter(),
+                vec![(x, y), (x + 24, y)],
                 on,
                 off,
                 c.stroke_width(3),
