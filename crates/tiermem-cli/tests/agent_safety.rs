@@ -206,6 +206,22 @@ fn workload_run_refuses_a_damon_context_it_cannot_run_by_key() {
     assert!(!out.exists(), "nothing written");
 }
 
+/// `tiermem agent --dry-run` of `cfg` on the fake host at `root`: (exit code, stdout, stderr).
+fn dry_run(root: &Path, cfg: &Path) -> (Option<i32>, String, String) {
+    let o = Command::new(bin())
+        .args(["agent", "--dry-run", "--root"])
+        .arg(root)
+        .arg("--config")
+        .arg(cfg)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn the_agent_validates_a_simulator_config_unchanged() {
     // One config language: configs/examples/user-tiering.toml runs in `tiermem sim` and,
@@ -219,56 +235,32 @@ fn the_agent_validates_a_simulator_config_unchanged() {
     std::fs::write(&damon, "0\n").unwrap();
     let example =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/examples/user-tiering.toml");
-    let o = Command::new(bin())
-        .args(["agent", "--dry-run", "--root"])
-        .arg(&root)
-        .arg("--config")
-        .arg(&example)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(
-        out.contains("simulation only, not applied: machine"),
-        "{out}"
-    );
-    assert!(
-        out.contains("simulation only, not applied: workloads"),
-        "{out}"
-    );
-    assert!(out.contains("tiering: promote ≤ 16 MB/s"), "{out}");
-    assert!(out.contains("dry run: nothing written"), "{out}");
-    // A simulator key the host cannot take is refused by its own name.
+    let (code, out, err) = dry_run(&root, &example);
+    assert_eq!(code, Some(0), "{err}");
+    for line in [
+        "simulation only, not applied: machine",
+        "simulation only, not applied: workloads",
+        "tiering: promote ≤ 16 MB/s",
+        "dry run: nothing written",
+    ] {
+        assert!(out.contains(line), "{line:?} not in: {out}");
+    }
+    // A simulator key the host cannot take is refused by its own name, and an agent check
+    // failing on a translated key names the simulator's key.
     let bad = d.path().join("bad.toml");
-    std::fs::write(
-        &bad,
-        "machine = \"small\"\n[kernel.ksm]\nadvisor_mode = \"scan-time\"\n",
-    )
-    .unwrap();
-    let o = Command::new(bin())
-        .args(["agent", "--dry-run", "--root"])
-        .arg(&root)
-        .arg("--config")
-        .arg(&bad)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("kernel.ksm.advisor_mode"), "{err}");
-    // An agent check failing on a translated key names the simulator's key.
-    std::fs::write(
-        &bad,
-        "machine = \"small\"\n[kernel.numa]\nscan_size_mb = 0\n",
-    )
-    .unwrap();
-    let o = Command::new(bin())
-        .args(["agent", "--dry-run", "--root"])
-        .arg(&root)
-        .arg("--config")
-        .arg(&bad)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("kernel.numa.scan_size_mb"), "{err}");
+    for (text, key) in [
+        (
+            "[kernel.ksm]\nadvisor_mode = \"scan-time\"\n",
+            "kernel.ksm.advisor_mode",
+        ),
+        (
+            "[kernel.numa]\nscan_size_mb = 0\n",
+            "kernel.numa.scan_size_mb",
+        ),
+    ] {
+        std::fs::write(&bad, format!("machine = \"small\"\n{text}")).unwrap();
+        let (code, _, err) = dry_run(&root, &bad);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(key), "{key} not in: {err}");
+    }
 }
