@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tiermem_lab::experiment;
+use tiermem_lab::{experiment, experiment_file};
 
 #[derive(Args)]
 pub struct ExperimentArgs {
@@ -211,7 +211,7 @@ fn cmd_experiment(
     no_plots: bool,
 ) -> Result<(), Failure> {
     if list {
-        let list = experiment::builtins();
+        let list = experiment_file::builtins();
         let w = list.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         for (n, d) in list {
             println!("{n:<w$}  {d}");
@@ -220,25 +220,28 @@ fn cmd_experiment(
     }
     let out = out.ok_or_else(|| input("--out DIR is required"))?;
     let exps: Vec<experiment::Experiment> = if all {
-        experiment::builtins()
+        experiment_file::builtins()
             .iter()
-            .map(|(n, _)| experiment::builtin(n).expect("listed"))
+            .map(|(n, _)| experiment_file::builtin(n).expect("listed"))
             .collect()
     } else {
         let name =
             name.ok_or_else(|| input("give an experiment name or file (see --list), or --all"))?;
-        let e = match experiment::builtin(&name) {
+        let e = match experiment_file::builtin(&name) {
             Some(e) => e,
             None => {
                 let p = Path::new(&name);
                 if !p.exists() {
-                    let names: Vec<&str> = experiment::builtins().iter().map(|(n, _)| *n).collect();
+                    let names: Vec<&str> = experiment_file::builtins()
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect();
                     return Err(input(format!(
                         "no built-in experiment or file named {name:?} (built-ins: {})",
                         names.join(", ")
                     )));
                 }
-                experiment::from_file(p).map_err(input)?
+                experiment_file::from_file(p).map_err(input)?
             }
         };
         vec![e]

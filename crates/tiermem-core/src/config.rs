@@ -477,125 +477,114 @@ pub enum PmbenchPattern {
 
 /// pmbench (`workload-models.md` §1).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct PmbenchConfig {
     /// Name in reports. Default `pmbench<i>`.
-    #[serde(default)]
     pub name: Option<String>,
     /// Independent processes (each its own address space). Default 1.
-    #[serde(default = "one")]
     pub processes: u32,
     /// Threads per process (`-j`). Default 1.
-    #[serde(default = "one")]
     pub threads: u32,
     /// `-m`: mapped size per process. Default 256 MiB.
-    #[serde(default = "default_mapsize")]
     pub mapsize: Bytes,
     /// `-s`: accessed prefix of the map. Default: the whole map.
-    #[serde(default)]
     pub setsize: Option<Bytes>,
     /// `-p`. Default uniform.
-    #[serde(default = "default_pattern")]
     pub pattern: PmbenchPattern,
     /// `-e`: σ in pages for `normal`, α for `pareto`. Default 1.00001 (normal) / 1.161 (pareto).
-    #[serde(default)]
     pub shape: Option<f64>,
     /// Stride in pages for `linear`. Default 1.
-    #[serde(default = "one_u64")]
     pub stride: u64,
     /// `-r`: read percentage 0..100. Default 50.
-    #[serde(default = "default_ratio_pct")]
     pub read_ratio: u32,
     /// `-i`: write the whole map sequentially before the run. Default false.
-    #[serde(default)]
     pub initialize: bool,
     /// `-c`: no warm-up. Default false (warm-up draws run first, untimed).
-    #[serde(default)]
     pub cold: bool,
     /// Benchmark run length. Default: until the simulation ends.
-    #[serde(default)]
     pub duration: Option<SimDuration>,
     /// CPU nodes the processes run on, round-robin. Default: the first node with CPUs.
-    #[serde(default)]
     pub cpu_nodes: Vec<NodeId>,
     /// Task memory policy of each process. Default: local.
-    #[serde(default)]
     pub policy: MemPolicy,
     /// CPU time per access (pattern + timer). Default: `machine.cpu_per_access`.
-    #[serde(default)]
     pub cpu_per_access: Option<SimDuration>,
     /// Start time of the workload. Default 0.
-    #[serde(default)]
     pub start: SimDuration,
+}
+
+impl Default for PmbenchConfig {
+    fn default() -> Self {
+        PmbenchConfig {
+            name: Default::default(),
+            processes: 1,
+            threads: 1,
+            mapsize: Bytes::mib(256),
+            setsize: Default::default(),
+            pattern: PmbenchPattern::Uniform,
+            shape: Default::default(),
+            stride: 1,
+            read_ratio: 50,
+            initialize: Default::default(),
+            cold: Default::default(),
+            duration: Default::default(),
+            cpu_nodes: Default::default(),
+            policy: Default::default(),
+            cpu_per_access: Default::default(),
+            start: Default::default(),
+        }
+    }
 }
 
 fn one() -> u32 {
     1
 }
-fn one_u64() -> u64 {
-    1
-}
-fn default_mapsize() -> Bytes {
-    Bytes::mib(256)
-}
-fn default_pattern() -> PmbenchPattern {
-    PmbenchPattern::Uniform
-}
-fn default_ratio_pct() -> u32 {
-    50
-}
 
 /// STREAM (`workload-models.md` §2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamConfig {
-    #[serde(default)]
     pub name: Option<String>,
     /// `STREAM_ARRAY_SIZE`: elements (doubles) per array. Default 10,000,000.
-    #[serde(default = "default_stream_n")]
     pub array_elements: u64,
     /// OpenMP threads. Default 1.
-    #[serde(default = "one")]
     pub threads: u32,
     /// `NTIMES`. Default 10.
-    #[serde(default = "default_ntimes")]
     pub ntimes: u32,
     /// CPU node the threads run on. Default: the first node with CPUs.
-    #[serde(default)]
     pub cpu_node: Option<NodeId>,
     /// Task memory policy. Default: local.
-    #[serde(default)]
     pub policy: MemPolicy,
     /// Lines in flight per thread (memory-level parallelism). Default 12.
-    #[serde(default = "default_mlp")]
     pub mlp: u32,
     /// Non-temporal stores (no RFO read for destination lines). Default false.
-    #[serde(default)]
     pub nt_stores: bool,
     /// CPU time per cache line processed. Default 1 ns.
-    #[serde(default = "default_cpu_line")]
     pub cpu_per_line: SimDuration,
-    #[serde(default)]
     pub start: SimDuration,
     /// VMA policies of the arrays (`mbind`), e.g. seed 002's targeted weights. Default none.
-    #[serde(default)]
     pub mbind: Vec<MbindConfig>,
     /// How the arrays get their pages. Default `fault` (first touch).
-    #[serde(default)]
     pub populate: Populate,
 }
 
-fn default_stream_n() -> u64 {
-    10_000_000
-}
-fn default_ntimes() -> u32 {
-    10
-}
-fn default_mlp() -> u32 {
-    12
-}
-fn default_cpu_line() -> SimDuration {
-    SimDuration::from_ns(1)
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            name: Default::default(),
+            array_elements: 10_000_000,
+            threads: 1,
+            ntimes: 10,
+            cpu_node: Default::default(),
+            policy: Default::default(),
+            mlp: 12,
+            nt_stores: Default::default(),
+            cpu_per_line: SimDuration::from_ns(1),
+            start: Default::default(),
+            mbind: Default::default(),
+            populate: Default::default(),
+        }
+    }
 }
 
 /// MLC traffic types (`-R`, `-Wn`), `workload-models.md` §3.
@@ -614,51 +603,58 @@ pub enum MlcTraffic {
 
 /// Intel MLC-style loaded-latency / bandwidth generator (`workload-models.md` §3).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct MlcConfig {
-    #[serde(default)]
     pub name: Option<String>,
     /// Traffic type. Default R (reads only).
-    #[serde(default = "default_traffic")]
     pub traffic: MlcTraffic,
     /// Bandwidth-generating threads. Default 8.
-    #[serde(default = "default_bw_threads")]
     pub bw_threads: u32,
     /// Inject delay between requests, in CPU cycles (`-d`). Default 0.
-    #[serde(default)]
     pub delay_cycles: u64,
     /// CPU clock for the delay. Default 2.5 GHz.
-    #[serde(default = "default_ghz")]
     pub cpu_ghz: f64,
     /// Private buffer per bandwidth thread (`-b`). Default 100,000 KiB.
-    #[serde(default = "default_mlc_buf")]
     pub buffer: Bytes,
     /// Lines in flight per bandwidth thread. Default 12.
-    #[serde(default = "default_mlp")]
     pub mlp: u32,
     /// Run the dependent-load latency thread (`-T` turns it off). Default true.
-    #[serde(default = "yes")]
     pub latency_thread: bool,
     /// Buffer of the latency thread. Default 200 MB.
-    #[serde(default = "default_lat_buf")]
     pub latency_buffer: Bytes,
     /// CPU node of all threads. Default: the first node with CPUs.
-    #[serde(default)]
     pub cpu_node: Option<NodeId>,
     /// Memory policy of the buffers. Default: local.
-    #[serde(default)]
     pub policy: MemPolicy,
     /// Measurement length after the buffers are initialised. Default: until the end.
-    #[serde(default)]
     pub duration: Option<SimDuration>,
-    #[serde(default)]
     pub start: SimDuration,
     /// VMA policies of the buffers (`mbind`). Default none.
-    #[serde(default)]
     pub mbind: Vec<MbindConfig>,
     /// How the buffers get their pages. Default `fault` (first touch).
-    #[serde(default)]
     pub populate: Populate,
+}
+
+impl Default for MlcConfig {
+    fn default() -> Self {
+        MlcConfig {
+            name: Default::default(),
+            traffic: MlcTraffic::R,
+            bw_threads: 8,
+            delay_cycles: Default::default(),
+            cpu_ghz: 2.5,
+            buffer: Bytes(100_000 * 1024),
+            mlp: 12,
+            latency_thread: true,
+            latency_buffer: Bytes(200_000_000),
+            cpu_node: Default::default(),
+            policy: Default::default(),
+            duration: Default::default(),
+            start: Default::default(),
+            mbind: Default::default(),
+            populate: Default::default(),
+        }
+    }
 }
 
 /// XSBench problem sizes (`-s`).
@@ -685,75 +681,54 @@ impl XsbenchSize {
 
 /// XSBench, unionized grid, history-style lookups (`workload-models.md` §4).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct XsbenchConfig {
-    #[serde(default)]
     pub name: Option<String>,
     /// `-s`. Default `large`.
-    #[serde(default = "default_xs_size")]
     pub size: XsbenchSize,
     /// `-g`: grid points per nuclide, overriding the size's (a smaller problem with the
     /// same access pattern). Default: the size's.
-    #[serde(default)]
     pub gridpoints: Option<u64>,
     /// OpenMP threads (`-t`). Default 1.
-    #[serde(default = "one")]
     pub threads: u32,
     /// Lookups in total, split evenly over the threads (`-l`). Default 1,000,000.
-    #[serde(default = "default_xs_lookups")]
     pub lookups: u64,
     /// Levels of the energy binary search that stay in cache. Default 10.
-    #[serde(default = "default_xs_cached")]
     pub cached_levels: u32,
     /// CPU time per nuclide of a lookup (micro cross-section interpolation). Default 10 ns.
-    #[serde(default = "default_xs_cpu")]
     pub cpu_per_nuclide: SimDuration,
     /// CPU node of the threads. Default: the first node with CPUs.
-    #[serde(default)]
     pub cpu_node: Option<NodeId>,
     /// Task memory policy. Default: local.
-    #[serde(default)]
     pub policy: MemPolicy,
     /// VMA policies of the grids (`energy`, `index`, `nuclide`). Default none.
-    #[serde(default)]
     pub mbind: Vec<MbindConfig>,
     /// How the grids get their pages. Default `fault` (first touch by the init loop).
-    #[serde(default)]
     pub populate: Populate,
-    #[serde(default)]
     pub start: SimDuration,
 }
 
-fn default_xs_size() -> XsbenchSize {
-    XsbenchSize::Large
-}
-fn default_xs_lookups() -> u64 {
-    1_000_000
-}
-fn default_xs_cached() -> u32 {
-    10
-}
-fn default_xs_cpu() -> SimDuration {
-    SimDuration::from_ns(10)
+impl Default for XsbenchConfig {
+    fn default() -> Self {
+        XsbenchConfig {
+            name: Default::default(),
+            size: XsbenchSize::Large,
+            gridpoints: Default::default(),
+            threads: 1,
+            lookups: 1_000_000,
+            cached_levels: 10,
+            cpu_per_nuclide: SimDuration::from_ns(10),
+            cpu_node: Default::default(),
+            policy: Default::default(),
+            mbind: Default::default(),
+            populate: Default::default(),
+            start: Default::default(),
+        }
+    }
 }
 
-fn default_traffic() -> MlcTraffic {
-    MlcTraffic::R
-}
-fn default_bw_threads() -> u32 {
-    8
-}
 fn default_ghz() -> f64 {
     2.5
-}
-fn default_mlc_buf() -> Bytes {
-    Bytes(100_000 * 1024)
-}
-fn default_lat_buf() -> Bytes {
-    Bytes(200_000_000)
-}
-fn yes() -> bool {
-    true
 }
 
 /// Replay of a recorded memory trace (`tiermem trace import|record`, `docs/traces.md`).

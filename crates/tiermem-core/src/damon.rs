@@ -538,158 +538,120 @@ impl SchemeConfig {
 /// DAMON_RECLAIM module parameters (`/sys/module/damon_reclaim/parameters/`), with the
 /// kernel's defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReclaimParams {
     /// Default false (the module is loaded but idle).
-    #[serde(default)]
     pub enabled: bool,
     /// Coldness threshold, us. Default 120000000.
-    #[serde(default = "d_min_age")]
     pub min_age_us: u64,
     /// Default 10.
-    #[serde(default = "d_quota_ms")]
     pub quota_ms: u64,
     /// Default 128 MiB.
-    #[serde(default = "d_quota_sz")]
     pub quota_sz: u64,
     /// Default 1000.
-    #[serde(default = "d_reset")]
     pub quota_reset_interval_ms: u64,
     /// Adds a `some_mem_psi_us` goal; 0 = off.
-    #[serde(default)]
     pub quota_mem_pressure_us: u64,
     /// Adds a `user_input` goal (target 10000); 0 = off.
-    #[serde(default)]
     pub quota_autotune_feedback: u64,
     /// Default false.
-    #[serde(default)]
     pub autotune_monitoring_intervals: bool,
     /// Default 5000000.
-    #[serde(default = "d_wmarks_interval")]
     pub wmarks_interval_us: u64,
     /// Per-thousand free memory. Defaults 500 / 400 / 200.
-    #[serde(default = "d_r_high")]
     pub wmarks_high: u64,
-    #[serde(default = "d_r_mid")]
     pub wmarks_mid: u64,
-    #[serde(default = "d_r_low")]
     pub wmarks_low: u64,
-    #[serde(default = "d_sample")]
     pub sample_interval_us: u64,
-    #[serde(default = "d_aggr")]
     pub aggr_interval_us: u64,
-    #[serde(default = "d_min_nr")]
     pub min_nr_regions: u32,
-    #[serde(default = "d_max_nr")]
     pub max_nr_regions: u32,
     /// 0/0 = all system RAM.
-    #[serde(default)]
     pub monitor_region_start: u64,
-    #[serde(default)]
     pub monitor_region_end: u64,
     /// Adds an anon reject filter.
-    #[serde(default)]
     pub skip_anon: bool,
     /// Not a kernel parameter: false zeroes the quota weights, which is how the seed's
     /// "without prioritization" variants behave (regions in address order). Default true
     /// (the module's fixed weights: sz 0, nr_accesses 0, age 1).
-    #[serde(default = "yes")]
     pub prioritization: bool,
     /// Not a kernel parameter: false sets the watermark metric to none (always active), as
     /// an evaluation on a mostly free machine needs. Default true.
-    #[serde(default = "yes")]
     pub use_watermarks: bool,
 }
 
-fn d_min_age() -> u64 {
-    120_000_000
-}
-fn d_quota_ms() -> u64 {
-    10
-}
-fn d_quota_sz() -> u64 {
-    128 << 20
-}
-fn d_reset() -> u64 {
-    1000
-}
-fn d_wmarks_interval() -> u64 {
-    5_000_000
-}
-fn d_r_high() -> u64 {
-    500
-}
-fn d_r_mid() -> u64 {
-    400
-}
-fn d_r_low() -> u64 {
-    200
-}
-
 impl Default for ReclaimParams {
-    #[allow(clippy::expect_used, reason = "the serde defaults of a built-in type")]
     fn default() -> Self {
-        toml::from_str("").expect("defaults deserialize")
+        ReclaimParams {
+            enabled: Default::default(),
+            min_age_us: 120_000_000,
+            quota_ms: 10,
+            quota_sz: 128 << 20,
+            quota_reset_interval_ms: 1000,
+            quota_mem_pressure_us: Default::default(),
+            quota_autotune_feedback: Default::default(),
+            autotune_monitoring_intervals: Default::default(),
+            wmarks_interval_us: 5_000_000,
+            wmarks_high: 500,
+            wmarks_mid: 400,
+            wmarks_low: 200,
+            sample_interval_us: 5000,
+            aggr_interval_us: 100_000,
+            min_nr_regions: 10,
+            max_nr_regions: 1000,
+            monitor_region_start: Default::default(),
+            monitor_region_end: Default::default(),
+            skip_anon: Default::default(),
+            prioritization: true,
+            use_watermarks: true,
+        }
     }
 }
 
 /// DAMON_LRU_SORT module parameters, with the kernel's defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct LruSortParams {
-    #[serde(default)]
     pub enabled: bool,
     /// Per-thousand of the maximum nr_accesses. Default 500.
-    #[serde(default = "d_hot_thres")]
     pub hot_thres_access_freq: u64,
     /// us. Default 120000000.
-    #[serde(default = "d_min_age")]
     pub cold_min_age_us: u64,
     /// Default 10 (half to each scheme).
-    #[serde(default = "d_quota_ms")]
     pub quota_ms: u64,
-    #[serde(default = "d_reset")]
     pub quota_reset_interval_ms: u64,
-    #[serde(default = "d_wmarks_interval")]
     pub wmarks_interval_us: u64,
     /// Defaults 200 / 150 / 50.
-    #[serde(default = "d_l_high")]
     pub wmarks_high: u64,
-    #[serde(default = "d_l_mid")]
     pub wmarks_mid: u64,
-    #[serde(default = "d_l_low")]
     pub wmarks_low: u64,
-    #[serde(default = "d_sample")]
     pub sample_interval_us: u64,
-    #[serde(default = "d_aggr")]
     pub aggr_interval_us: u64,
-    #[serde(default = "d_min_nr")]
     pub min_nr_regions: u32,
-    #[serde(default = "d_max_nr")]
     pub max_nr_regions: u32,
-    #[serde(default)]
     pub monitor_region_start: u64,
-    #[serde(default)]
     pub monitor_region_end: u64,
 }
 
-fn d_hot_thres() -> u64 {
-    500
-}
-fn d_l_high() -> u64 {
-    200
-}
-fn d_l_mid() -> u64 {
-    150
-}
-fn d_l_low() -> u64 {
-    50
-}
-
 impl Default for LruSortParams {
-    #[allow(clippy::expect_used, reason = "the serde defaults of a built-in type")]
     fn default() -> Self {
-        toml::from_str("").expect("defaults deserialize")
+        LruSortParams {
+            enabled: Default::default(),
+            hot_thres_access_freq: 500,
+            cold_min_age_us: 120_000_000,
+            quota_ms: 10,
+            quota_reset_interval_ms: 1000,
+            wmarks_interval_us: 5_000_000,
+            wmarks_high: 200,
+            wmarks_mid: 150,
+            wmarks_low: 50,
+            sample_interval_us: 5000,
+            aggr_interval_us: 100_000,
+            min_nr_regions: 10,
+            max_nr_regions: 1000,
+            monitor_region_start: Default::default(),
+            monitor_region_end: Default::default(),
+        }
     }
 }
 
@@ -698,67 +660,48 @@ impl Default for LruSortParams {
 /// memory, the slow node promotes hot pages (`migrate_hot`) with a goal on the fast node's
 /// used memory; young filters keep recently used pages from being demoted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TieringParams {
-    #[serde(default)]
     pub enabled: bool,
     /// Default node 0.
-    #[serde(default)]
     pub fast_node: NodeId,
     /// Default node 1.
-    #[serde(default = "d_slow")]
     pub slow_node: NodeId,
     /// Minimum access rate of a region to promote, per-thousand of the maximum. Default 50 (5 %).
-    #[serde(default = "d_hot_rate")]
     pub hot_access_permil: u64,
     /// Goal: fast-node used memory, bp. Default 9970 (99.7 %).
-    #[serde(default = "d_used_bp")]
     pub fast_used_target_bp: u64,
     /// Goal: fast-node free memory, bp. Default 50 (0.5 %).
-    #[serde(default = "d_free_bp")]
     pub fast_free_target_bp: u64,
     /// Size quota per reset interval, bytes. Default 200 MiB.
-    #[serde(default = "d_tier_sz")]
     pub quota_sz: u64,
     /// Default 1000.
-    #[serde(default = "d_reset")]
     pub quota_reset_interval_ms: u64,
     /// Default 1000000 (1 s).
-    #[serde(default = "d_tier_apply")]
     pub apply_interval_us: u64,
-    #[serde(default = "d_sample")]
     pub sample_interval_us: u64,
-    #[serde(default = "d_aggr")]
     pub aggr_interval_us: u64,
-    #[serde(default = "d_min_nr")]
     pub min_nr_regions: u32,
-    #[serde(default = "d_max_nr")]
     pub max_nr_regions: u32,
 }
 
-fn d_slow() -> NodeId {
-    NodeId(1)
-}
-fn d_hot_rate() -> u64 {
-    50
-}
-fn d_used_bp() -> u64 {
-    9970
-}
-fn d_free_bp() -> u64 {
-    50
-}
-fn d_tier_sz() -> u64 {
-    200 << 20
-}
-fn d_tier_apply() -> u64 {
-    1_000_000
-}
-
 impl Default for TieringParams {
-    #[allow(clippy::expect_used, reason = "the serde defaults of a built-in type")]
     fn default() -> Self {
-        toml::from_str("").expect("defaults deserialize")
+        TieringParams {
+            enabled: Default::default(),
+            fast_node: Default::default(),
+            slow_node: NodeId(1),
+            hot_access_permil: 50,
+            fast_used_target_bp: 9970,
+            fast_free_target_bp: 50,
+            quota_sz: 200 << 20,
+            quota_reset_interval_ms: 1000,
+            apply_interval_us: 1_000_000,
+            sample_interval_us: 5000,
+            aggr_interval_us: 100_000,
+            min_nr_regions: 10,
+            max_nr_regions: 1000,
+        }
     }
 }
 

@@ -180,94 +180,64 @@ pub enum MergeMode {
 /// and an `alloc_pg`-like probe that reads random pages of each guest
 /// (`workload-models.md` §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct VmGuestConfig {
     /// Name in reports. Default `vm<i>`.
-    #[serde(default)]
     pub name: Option<String>,
     /// Number of guests. Default 8.
-    #[serde(default = "d_guests")]
     pub guests: u32,
     /// RAM per guest. Default 4 GiB.
-    #[serde(default = "d_guest_mem")]
     pub guest_mem: Bytes,
     /// Nodes the guests run on, round-robin. Default: every node with CPUs.
-    #[serde(default)]
     pub cpu_nodes: Vec<NodeId>,
     /// Bind each guest's memory to its CPU node (`numactl --membind`, as in the patch's
     /// test). Default true.
-    #[serde(default = "d_true")]
     pub pin_memory: bool,
     /// Share of guest pages that are zero. Default 0.30.
-    #[serde(default = "d_zero")]
     pub zero_fraction: f64,
     /// Share holding the OS image (identical across guests with the same image). Default 0.10.
-    #[serde(default = "d_os")]
     pub os_shared_fraction: f64,
     /// Share duplicated inside a guest. Default 0.03.
-    #[serde(default = "d_dup")]
     pub intra_dup_fraction: f64,
     /// Copies of each intra-guest duplicate. Default 4.
-    #[serde(default = "d_copies")]
     pub intra_dup_copies: u32,
     /// Distinct OS images; guest g runs image g mod os_images. Default 1.
-    #[serde(default = "d_images")]
     pub os_images: u32,
     /// Writes to unique pages, % of them per second. Default 1.0.
-    #[serde(default = "d_unique_rate")]
     pub unique_write_pct_per_s: f64,
     /// Writes to shared (zero, OS, duplicate) pages, % of them per second. Default 0.01.
-    #[serde(default = "d_shared_rate")]
     pub shared_write_pct_per_s: f64,
     /// KSM enrolment. Default `madvise`.
-    #[serde(default)]
     pub merge: MergeMode,
     /// When the probe starts reading (give ksmd time to merge). Default 10 s.
-    #[serde(default = "d_probe_start")]
     pub probe_start: SimDuration,
     /// Length of the probe. Default 1 s.
-    #[serde(default = "d_probe_len")]
     pub probe_duration: SimDuration,
     /// CPU time per probe access. Default: the machine's `cpu_per_access`.
-    #[serde(default)]
     pub probe_cpu_per_access: Option<SimDuration>,
 }
 
-fn d_guests() -> u32 {
-    8
-}
-fn d_guest_mem() -> Bytes {
-    Bytes::gib(4)
-}
-fn d_true() -> bool {
-    true
-}
-fn d_zero() -> f64 {
-    0.30
-}
-fn d_os() -> f64 {
-    0.10
-}
-fn d_dup() -> f64 {
-    0.03
-}
-fn d_copies() -> u32 {
-    4
-}
-fn d_images() -> u32 {
-    1
-}
-fn d_unique_rate() -> f64 {
-    1.0
-}
-fn d_shared_rate() -> f64 {
-    0.01
-}
-fn d_probe_start() -> SimDuration {
-    SimDuration::from_secs(10)
-}
-fn d_probe_len() -> SimDuration {
-    SimDuration::from_secs(1)
+impl Default for VmGuestConfig {
+    fn default() -> Self {
+        VmGuestConfig {
+            name: Default::default(),
+            guests: 8,
+            guest_mem: Bytes::gib(4),
+            cpu_nodes: Default::default(),
+            pin_memory: true,
+            zero_fraction: 0.30,
+            os_shared_fraction: 0.10,
+            intra_dup_fraction: 0.03,
+            intra_dup_copies: 4,
+            os_images: 1,
+            unique_write_pct_per_s: 1.0,
+            shared_write_pct_per_s: 0.01,
+            merge: Default::default(),
+            probe_start: SimDuration::from_secs(10),
+            probe_duration: SimDuration::from_secs(1),
+            probe_cpu_per_access: Default::default(),
+        }
+    }
 }
 
 impl VmGuestConfig {

@@ -135,5 +135,10 @@ mod default_tests {
         empty_is_default::<crate::damon::DamonCosts>();
         empty_is_default::<crate::ksm::KsmConfig>();
         empty_is_default::<crate::ksm::KsmCosts>();
+        empty_is_default::<crate::ksm::VmGuestConfig>();
+        empty_is_default::<crate::config::PmbenchConfig>();
+        empty_is_default::<crate::config::StreamConfig>();
+        empty_is_default::<crate::config::MlcConfig>();
+        empty_is_default::<crate::config::XsbenchConfig>();
     }
 }

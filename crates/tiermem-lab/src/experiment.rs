@@ -270,88 +270,9 @@ pub struct Experiment {
     pub steps: Vec<Step>,
 }
 
-/// The built-in experiments: the files under `experiments/`, embedded in the binary; the
-/// listed ones are what `--list` shows and `--all` runs (the `-full` ones take hours).
-const BUILTIN_FILES: [(&str, bool, &str); 10] = [
-    (
-        "loaded-latency",
-        true,
-        include_str!("../../../experiments/loaded-latency.toml"),
-    ),
-    (
-        "stream-placement",
-        true,
-        include_str!("../../../experiments/stream-placement.toml"),
-    ),
-    (
-        "seed-001-hot-page-selection",
-        true,
-        include_str!("../../../experiments/seed-001-hot-page-selection.toml"),
-    ),
-    (
-        "seed-000-tiering",
-        true,
-        include_str!("../../../experiments/seed-000-tiering.toml"),
-    ),
-    (
-        "seed-004-damon-reclaim",
-        true,
-        include_str!("../../../experiments/seed-004-damon-reclaim.toml"),
-    ),
-    (
-        "seed-004-damon-reclaim-full",
-        false,
-        include_str!("../../../experiments/seed-004-damon-reclaim-full.toml"),
-    ),
-    (
-        "seed-003-ksm-numa",
-        true,
-        include_str!("../../../experiments/seed-003-ksm-numa.toml"),
-    ),
-    (
-        "seed-003-ksm-numa-full",
-        false,
-        include_str!("../../../experiments/seed-003-ksm-numa-full.toml"),
-    ),
-    (
-        "seed-002-weighted-interleave",
-        true,
-        include_str!("../../../experiments/seed-002-weighted-interleave.toml"),
-    ),
-    (
-        "controller-vs-kernel",
-        true,
-        include_str!("../../../experiments/controller-vs-kernel.toml"),
-    ),
-];
-
-/// Names and one-line summaries of the listed built-in experiments.
-pub fn builtins() -> Vec<(&'static str, String)> {
-    BUILTIN_FILES
-        .iter()
-        .filter(|(_, listed, _)| *listed)
-        .map(|(name, _, text)| (*name, crate::experiment_file::summary(text)))
-        .collect()
-}
-
-/// A built-in experiment by name (listed or not).
-#[allow(
-    clippy::expect_used,
-    reason = "the embedded files are tested to parse (experiment_file::tests)"
-)]
-pub fn builtin(name: &str) -> Option<Experiment> {
-    let (_, _, text) = BUILTIN_FILES.iter().find(|(n, _, _)| *n == name)?;
-    Some(
-        crate::experiment_file::parse(text, &format!("experiments/{name}.toml"), None)
-            .expect("built-in experiment files are valid"),
-    )
-}
-
 /// Utilisation from which the loaded-latency check compares bandwidth with `Bsat`
 /// instead of latency with the curve.
 pub const SATURATION_CHECK_U: f64 = 0.95;
-
-pub use crate::experiment_file::from_file;
 
 /// Results of one variant.
 #[derive(Clone, Debug, Serialize)]
@@ -842,6 +763,7 @@ mod tests {
 
     #[test]
     fn steps_in_files_name_existing_variants() {
+        use crate::experiment_file::from_file;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("e.toml");
         let body = |to: &str| {
@@ -886,6 +808,7 @@ mod tests {
 
     #[test]
     fn builtins_build() {
+        use crate::experiment_file::{builtin, builtins};
         for (name, _) in builtins() {
             let e = builtin(name).unwrap();
             assert!(!e.variants.is_empty());

@@ -106,6 +106,83 @@ struct StepFile {
 /// The metrics a file without `metrics` tabulates.
 const DEFAULT_METRICS: [&str; 2] = ["throughput_accesses_per_s", "mean_latency_ns"];
 
+/// The built-in experiments: the files under `experiments/`, embedded in the binary; the
+/// listed ones are what `--list` shows and `--all` runs (the `-full` ones take hours).
+const BUILTIN_FILES: [(&str, bool, &str); 10] = [
+    (
+        "loaded-latency",
+        true,
+        include_str!("../../../experiments/loaded-latency.toml"),
+    ),
+    (
+        "stream-placement",
+        true,
+        include_str!("../../../experiments/stream-placement.toml"),
+    ),
+    (
+        "seed-001-hot-page-selection",
+        true,
+        include_str!("../../../experiments/seed-001-hot-page-selection.toml"),
+    ),
+    (
+        "seed-000-tiering",
+        true,
+        include_str!("../../../experiments/seed-000-tiering.toml"),
+    ),
+    (
+        "seed-004-damon-reclaim",
+        true,
+        include_str!("../../../experiments/seed-004-damon-reclaim.toml"),
+    ),
+    (
+        "seed-004-damon-reclaim-full",
+        false,
+        include_str!("../../../experiments/seed-004-damon-reclaim-full.toml"),
+    ),
+    (
+        "seed-003-ksm-numa",
+        true,
+        include_str!("../../../experiments/seed-003-ksm-numa.toml"),
+    ),
+    (
+        "seed-003-ksm-numa-full",
+        false,
+        include_str!("../../../experiments/seed-003-ksm-numa-full.toml"),
+    ),
+    (
+        "seed-002-weighted-interleave",
+        true,
+        include_str!("../../../experiments/seed-002-weighted-interleave.toml"),
+    ),
+    (
+        "controller-vs-kernel",
+        true,
+        include_str!("../../../experiments/controller-vs-kernel.toml"),
+    ),
+];
+
+/// Names and one-line summaries of the listed built-in experiments.
+pub fn builtins() -> Vec<(&'static str, String)> {
+    BUILTIN_FILES
+        .iter()
+        .filter(|(_, listed, _)| *listed)
+        .map(|(name, _, text)| (*name, summary(text)))
+        .collect()
+}
+
+/// A built-in experiment by name (listed or not).
+#[allow(
+    clippy::expect_used,
+    reason = "the embedded files are tested to parse (experiment_file::tests)"
+)]
+pub fn builtin(name: &str) -> Option<Experiment> {
+    let (_, _, text) = BUILTIN_FILES.iter().find(|(n, _, _)| *n == name)?;
+    Some(
+        parse(text, &format!("experiments/{name}.toml"), None)
+            .expect("built-in experiment files are valid"),
+    )
+}
+
 /// Read an experiment file; `dir` resolves a `base` given as a path (`None`: only an
 /// inline `[base]` table is accepted, as for the embedded built-ins).
 pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment, ConfigError> {
@@ -427,7 +504,7 @@ fn diff(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{builtin, builtins};
+    use super::{builtin, builtins};
 
     /// Every built-in file parses, and written back by `to_toml` and read again has the
     /// same variants, metrics, derived metrics, plots, notes and steps.

@@ -1,7 +1,8 @@
 //! The `loaded-latency` experiment returns the input latency curves: every MLC-style point
 //! of both nodes lies within ±2 % of its node's curve (README and docs/model.md claim it).
 
-use tiermem_lab::experiment::{builtin, run};
+use tiermem_lab::experiment::run;
+use tiermem_lab::experiment_file::builtin;
 
 #[test]
 fn every_loaded_latency_point_lies_on_its_curve_within_two_percent() {

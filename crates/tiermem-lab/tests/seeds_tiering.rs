@@ -2,7 +2,8 @@
 //! four scaled simulations of about a minute of CPU, so they are `#[ignore]`d locally and run
 //! in CI (`--include-ignored`).
 
-use tiermem_lab::experiment::{builtin, evaluate_steps, run};
+use tiermem_lab::experiment::{evaluate_steps, run};
+use tiermem_lab::experiment_file::builtin;
 
 fn check(name: &str) {
     let exp = builtin(name).expect("built-in exists");
