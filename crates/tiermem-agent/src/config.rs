@@ -221,6 +221,7 @@ impl AgentConfig {
             cfg.check_static().map_err(|e| e.in_file(file))?;
             return Ok(cfg);
         }
+        crate::policy_file::check_with_simulator(text, file)?;
         let t = crate::policy_file::translate(&value).map_err(|e| e.in_file(file))?;
         let mut cfg: AgentConfig =
             serde_path_to_error::deserialize(toml::Value::Table(t.agent.clone())).map_err(|e| {

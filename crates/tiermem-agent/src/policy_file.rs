@@ -3,7 +3,9 @@
 //! sections; what only describes the simulated machine and its workloads (`machine`,
 //! `workloads`, `duration`, `seed`, `[sim]`, the kernel model's costs and devices) is set
 //! aside and listed, never silently applied. A key the agent cannot apply on a host is an
-//! error naming it (exit code 2), so a file is either deployed whole or not at all.
+//! error naming it (exit code 2), so a file is either deployed whole or not at all. The
+//! simulator's parser checks the file first ([`check_with_simulator`]): one code path
+//! validates the policy for both substrates, the agent adds what only a host can check.
 //!
 //! | simulator | agent |
 //! |---|---|
@@ -54,6 +56,20 @@ const KSM_KNOBS: [&str; 8] = [
 /// DAMON_RECLAIM / LRU_SORT parameters the simulator has but the modules do not (model
 /// switches of the seed experiments).
 const DAMON_MODULE_MODEL: [&str; 2] = ["prioritization", "use_watermarks"];
+
+/// The simulator's own validation of the file, so that a policy the simulator refuses is
+/// never deployed: a complete config (with `machine`) as `tiermem sim` reads it, else its
+/// `[kernel]` table typed as the simulator types it.
+pub fn check_with_simulator(text: &str, file: &str) -> Result<(), ConfigError> {
+    let v = tiermem_core::config::resolve_toml(text, file)?;
+    if v.get("machine").is_some() {
+        tiermem_core::config::SimConfig::from_value(&v, file)?;
+    } else if let Some(k) = v.get("kernel") {
+        tiermem_core::config::typed::<tiermem_core::config::KernelConfig>(k.clone(), "kernel")
+            .map_err(|e| e.in_file(file))?;
+    }
+    Ok(())
+}
 
 /// Whether a parsed file is in the simulator's shape (it has a simulator-only key or a
 /// `[kernel]` table) rather than the agent's own.

@@ -245,8 +245,8 @@ fn the_agent_validates_a_simulator_config_unchanged() {
     ] {
         assert!(out.contains(line), "{line:?} not in: {out}");
     }
-    // A simulator key the host cannot take is refused by its own name, and an agent check
-    // failing on a translated key names the simulator's key.
+    // A simulator key the host cannot take is refused by its own name; a value the
+    // simulator refuses is refused by the simulator's own check, with its message.
     let bad = d.path().join("bad.toml");
     for (text, key) in [
         (
@@ -255,7 +255,11 @@ fn the_agent_validates_a_simulator_config_unchanged() {
         ),
         (
             "[kernel.numa]\nscan_size_mb = 0\n",
-            "kernel.numa.scan_size_mb",
+            "key `kernel.numa`: scan_size_mb",
+        ),
+        (
+            "[kernel.numa]\nhot_threshold_ms = 0\n",
+            "kernel.numa.hot_threshold_ms`: must be positive",
         ),
     ] {
         std::fs::write(&bad, format!("machine = \"small\"\n{text}")).unwrap();
