@@ -98,13 +98,11 @@ fn d_interval() -> SimDuration {
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, serde::Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReclaimConfig {
     /// cgroup v2 `memory.reclaim` writes.
-    #[serde(default)]
     pub cgroups: Vec<CgroupReclaim>,
     /// DAMOS `pageout` of cold regions of processes, on the agent's own kdamond.
-    #[serde(default)]
     pub processes: Option<ProcessReclaim>,
 }
 

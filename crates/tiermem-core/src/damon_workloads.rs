@@ -69,32 +69,39 @@ pub struct HotRange {
 /// `type = "hotregions"`: uniform accesses to known hot ranges of a large data area, a
 /// small share of uniform accesses to the rest (the ground truth for accuracy tests).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct HotRegionsConfig {
-    #[serde(default)]
     pub name: Option<String>,
     /// Data area size. Default 1 GiB.
-    #[serde(default = "d_size")]
     pub size: Bytes,
     /// The hot ranges. Default: 64 MiB at 256 MiB and 32 MiB at 768 MiB.
-    #[serde(default = "d_hot")]
     pub hot: Vec<HotRange>,
     /// Share of accesses to the cold remainder. Default 0.02.
-    #[serde(default = "d_cold_share")]
     pub cold_share: f64,
     /// Write the whole area first (so every page is resident). Default true.
-    #[serde(default = "d_true")]
     pub initialize: bool,
     /// Default 100 ns.
-    #[serde(default = "d_cpa")]
     pub cpu_per_access: SimDuration,
-    #[serde(default)]
     pub cpu_node: Option<NodeId>,
     /// Run for this long after initialisation; default: until the end of the simulation.
-    #[serde(default)]
     pub duration: Option<SimDuration>,
-    #[serde(default)]
     pub start: SimDuration,
+}
+
+impl Default for HotRegionsConfig {
+    fn default() -> Self {
+        HotRegionsConfig {
+            name: Default::default(),
+            size: Bytes::gib(1),
+            hot: d_hot(),
+            cold_share: 0.02,
+            initialize: true,
+            cpu_per_access: SimDuration::from_ns(100),
+            cpu_node: Default::default(),
+            duration: Default::default(),
+            start: Default::default(),
+        }
+    }
 }
 
 fn d_rss() -> Bytes {
@@ -121,9 +128,7 @@ fn d_phases() -> u32 {
 fn d_cpa() -> SimDuration {
     SimDuration::from_ns(100)
 }
-fn d_size() -> Bytes {
-    Bytes::gib(1)
-}
+
 fn d_hot() -> Vec<HotRange> {
     vec![
         HotRange {
@@ -135,12 +140,6 @@ fn d_hot() -> Vec<HotRange> {
             size: Bytes::mib(32),
         },
     ]
-}
-fn d_cold_share() -> f64 {
-    0.02
-}
-fn d_true() -> bool {
-    true
 }
 
 impl ParsecConfig {

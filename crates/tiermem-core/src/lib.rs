@@ -140,5 +140,7 @@ mod default_tests {
         empty_is_default::<crate::config::StreamConfig>();
         empty_is_default::<crate::config::MlcConfig>();
         empty_is_default::<crate::config::XsbenchConfig>();
+        empty_is_default::<crate::damon_workloads::HotRegionsConfig>();
+        empty_is_default::<crate::controllers::ReclaimConfig>();
     }
 }
