@@ -20,6 +20,7 @@
 //! println!("{}", result.summary.throughput_accesses_per_s);
 //! ```
 
+pub mod access;
 pub mod budget;
 pub mod damon;
 pub mod damon_workloads;

@@ -112,6 +112,15 @@ pub struct Frame {
     pub zone: u8,
 }
 
+/// `LAST_CPUPID_SHIFT` on x86-64 with NR_CPUS = 8192: 8 PID bits + 13 CPU bits of a
+/// frame's `atime` field. The access time shares these bits, so it wraps every 2^21 ms
+/// (≈ 35 min).
+pub const LAST_CPUPID_SHIFT: u32 = 21;
+/// `PAGE_ACCESS_TIME_MASK` (BUCKETS = 0 since LAST_CPUPID_SHIFT ≥ 12).
+pub const PAGE_ACCESS_TIME_MASK: u32 = (1 << LAST_CPUPID_SHIFT) - 1;
+/// The reset value of the cpupid field (`-1 & LAST_CPUPID_MASK`).
+pub const CPUPID_UNSET: u32 = PAGE_ACCESS_TIME_MASK;
+
 impl Frame {
     /// A free frame; its last-cpupid field is reset (`page_cpupid_reset_last` when a page
     /// is freed), so a new page's first NUMA hint fault sees no previous accessor.
@@ -119,7 +128,7 @@ impl Frame {
         prev: NIL,
         next: NIL,
         vpn: 0,
-        atime: crate::numa::CPUPID_UNSET,
+        atime: CPUPID_UNSET,
         owner: OWNER_FREE,
         flags: 0,
         zone: 0,

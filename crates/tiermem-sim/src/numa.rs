@@ -27,16 +27,10 @@ use tiermem_policy::promotion;
 
 /// `NUMA_BALANCING_NORMAL`.
 pub const NUMA_BALANCING_NORMAL: u32 = 1;
-/// `LAST_CPUPID_SHIFT` on x86-64 with NR_CPUS = 8192: 8 PID bits + 13 CPU bits. The
-/// access time shares these bits, so it wraps every 2^21 ms (≈ 35 min).
-pub const LAST_CPUPID_SHIFT: u32 = 21;
-/// `PAGE_ACCESS_TIME_MASK` (BUCKETS = 0 since LAST_CPUPID_SHIFT ≥ 12).
-pub const PAGE_ACCESS_TIME_MASK: u32 = (1 << LAST_CPUPID_SHIFT) - 1;
+pub use crate::mem::{CPUPID_UNSET, LAST_CPUPID_SHIFT, PAGE_ACCESS_TIME_MASK};
 const CPU_BITS: u32 = 13;
 const CPU_MASK: u32 = (1 << CPU_BITS) - 1;
 const PID_MASK: u32 = 0xFF;
-/// The reset value of the cpupid field (`-1 & LAST_CPUPID_MASK`).
-pub const CPUPID_UNSET: u32 = PAGE_ACCESS_TIME_MASK;
 /// `MAX_SCAN_WINDOW` (MB/s).
 const MAX_SCAN_WINDOW: u32 = 2560;
 /// `NUMA_PERIOD_SLOTS`, `NUMA_PERIOD_THRESHOLD`.
