@@ -9,8 +9,7 @@ mod draw;
 mod figure;
 mod specs;
 
-pub use figure::Figure;
-pub use specs::{metric, timeline_series, KINDS};
+use figure::Figure;
 
 use plotters::prelude::*;
 use serde_json::Value;
@@ -163,7 +162,7 @@ fn build(
 }
 
 /// Draw `fig` into `path`: SVG for a `.svg` name, PNG otherwise.
-pub fn write(path: &Path, fig: &Figure) -> Result<(), String> {
+fn write(path: &Path, fig: &Figure) -> Result<(), String> {
     fonts();
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)

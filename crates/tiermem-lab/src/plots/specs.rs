@@ -162,15 +162,14 @@ fn name(v: &Value) -> &str {
     v.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
-/// A variant's numeric metric: a key of `field` (`metrics` or `published`) or a dotted
-/// path into nested objects; None when missing, null or not a number.
+/// A variant's numeric metric: a key of `field` (`metrics` or `published`), else a metric
+/// path into it ([`crate::experiment::metric`]); None when missing, null or not a number.
 pub fn metric(v: &Value, key: &str, field: &str) -> Option<f64> {
     let table = v.get(field)?;
-    let value = table.get(key).or_else(|| {
-        key.split('.')
-            .try_fold(table, |t, part| t.as_object()?.get(part))
-    })?;
-    value.as_f64()
+    match table.get(key) {
+        Some(x) => x.as_f64(),
+        None => crate::experiment::metric(table, key),
+    }
 }
 
 /// One group of bars per variant, one bar per `y` metric; published figures as dashed
@@ -782,6 +781,8 @@ mod tests {
         assert_eq!(metric(&v, "w.x", "metrics"), Some(2.0));
         assert_eq!(metric(&v, "n", "metrics"), None);
         assert_eq!(metric(&v, "w.y", "metrics"), None);
+        let w = json!({"metrics": {"workloads": [{"score": 3.5}]}});
+        assert_eq!(metric(&w, "workloads[0].score", "metrics"), Some(3.5));
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub fn overlay(title: &str, kernel: &Timeline, sim: &Timeline, columns: &[String
     if cols.is_empty() {
         return String::new();
     }
+    // Text needs the embedded font registered (plotters measures it even for SVG).
+    crate::plots::fonts();
     let per_row = cols.len().min(3);
     let rows = cols.len().div_ceil(per_row);
     let mut svg = String::new();
@@ -76,4 +78,19 @@ fn chart<'a>(
         ))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_overlay_has_its_charts_and_labels() {
+        let k = super::Timeline::parse("time_s,x\n0,0\n1,5\n", "k").unwrap();
+        let s = super::Timeline::parse("time_s,x\n0,0\n1,4\n", "s").unwrap();
+        let svg = super::overlay("t", &k, &s, &["x".to_string()]);
+        assert!(svg.contains("<text"), "no labels drawn: {svg}");
+        assert!(
+            svg.contains("<polyline") || svg.contains("<path"),
+            "no lines drawn"
+        );
+    }
 }
