@@ -176,7 +176,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    tiermem_sim::budget::set_limit(cli.max_memory);
+    tiermem_sim::mm::budget::set_limit(cli.max_memory);
     if !matches!(
         cli.cmd,
         Cmd::Agent(_)

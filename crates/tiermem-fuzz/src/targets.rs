@@ -45,7 +45,7 @@ const FUZZ_MEMORY_LIMIT: u64 = 256 << 20;
 
 /// Parse, expand presets, validate and build the simulation (not run it).
 pub fn sim_config(data: &[u8]) -> Result<(), String> {
-    tiermem_sim::budget::set_limit(Some(FUZZ_MEMORY_LIMIT));
+    tiermem_sim::mm::budget::set_limit(Some(FUZZ_MEMORY_LIMIT));
     let cfg =
         tiermem_sim::config_from_text(text(data)?, "fuzz.toml", &[]).map_err(|e| e.to_string())?;
     tiermem_sim::engine::Simulation::new(&cfg).map_err(|e| e.to_string())?;

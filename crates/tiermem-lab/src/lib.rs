@@ -16,6 +16,7 @@
 
 pub mod experiment;
 pub mod experiment_file;
+mod fonts;
 pub mod plots;
 pub mod sweep;
 pub mod tuner;

@@ -1,16 +1,20 @@
 //! tiermem-sim: a deterministic simulator of a tiered-memory Linux machine.
 //!
 //! The machine (nodes, tiers, loaded-latency curves) comes from `tiermem-core`; this crate
-//! adds the hardware and kernel that run on it:
+//! adds the hardware and kernel that run on it, one module per thing modelled:
 //!
-//! * [`mem`]: page-table entries, frames, free counts, watermarks, LRU lists;
-//! * [`kernel`]: faults, the page allocator with fallback, reclaim (kswapd, direct),
-//!   demotion, swap and zram, the OOM killer, with kernel counter names ([`vmstat`]);
-//! * [`mempolicy`]: memory policies (interleave paths, `set_mempolicy`, `mbind`);
-//! * [`timing`]: per-window closed-loop solution of node latencies;
-//! * [`workload`]: pmbench, STREAM and MLC access generators ([`xsbench`]: XSBench), and
-//!   trace replay ([`trace_replay`]);
-//! * [`engine`]: the simulation loop and the observers (summary, timeline).
+//! * [`mm`]: the kernel's memory management: page tables and frames, the page allocator,
+//!   faults, reclaim (kswapd, direct) with demotion, swap and zram, the OOM killer, memory
+//!   policies, NUMA balancing, KSM and DAMON's operations, with kernel counter names
+//!   ([`vmstat`]);
+//! * [`hw`]: the memory system's timing (per-window closed-loop solution of node
+//!   latencies under load);
+//! * [`workload`]: the access generators (pmbench, STREAM, MLC, XSBench, PARSEC-like
+//!   phases, VM guests, synthetic scenarios) and trace replay;
+//! * [`engine`]: the simulation loop, its clock and the observers (summary, timeline),
+//!   and the user-space tiering controller's substrate.
+//!
+//! Dependencies run one way: `engine` → `workload` → `mm`, and `engine` → `hw`.
 //!
 //! ```no_run
 //! let cfg = tiermem_core::config::SimConfig::from_toml_str(
@@ -20,26 +24,11 @@
 //! println!("{}", result.summary.throughput_accesses_per_s);
 //! ```
 
-pub mod access;
-pub mod budget;
-pub mod damon;
-pub mod damon_workloads;
 pub mod engine;
-pub mod kernel;
-pub mod ksm;
-pub mod mem;
-pub mod mempolicy;
-pub mod numa;
-pub mod numa_scan;
-pub mod observe;
-pub mod synthetic;
-pub mod timing;
-pub mod trace_replay;
-pub mod user_tiering;
-pub mod vm_guest;
+pub mod hw;
+pub mod mm;
 pub use tiermem_core::vmstat;
 pub mod workload;
-pub mod xsbench;
 
 use tiermem_core::config::SimConfig;
 use tiermem_core::units::SimDuration;

@@ -175,9 +175,9 @@ fn damon_runs_are_deterministic() {
 #[test]
 fn damon_mkold_leaves_the_reference_for_reclaim() {
     use tiermem_damon::DamonOps;
-    use tiermem_sim::damon::{node_bases, SimOps};
-    use tiermem_sim::kernel::Reclaimer;
-    use tiermem_sim::mem::{Lru, F_IDLE, F_YOUNG, PTE_ACCESSED};
+    use tiermem_sim::mm::damon::{node_bases, SimOps};
+    use tiermem_sim::mm::mem::{Lru, F_IDLE, F_YOUNG, PTE_ACCESSED};
+    use tiermem_sim::mm::Reclaimer;
     let mut s = sim(RECLAIM
         .replace("duration = \"6s\"", "duration = \"100ms\"")
         .as_str());
@@ -188,9 +188,9 @@ fn damon_mkold_leaves_the_reference_for_reclaim() {
     let ptes = &s.kernel.procs[0].ptes;
     let idx = ptes
         .iter()
-        .position(|&e| e & tiermem_sim::mem::PTE_PRESENT != 0)
+        .position(|&e| e & tiermem_sim::mm::mem::PTE_PRESENT != 0)
         .unwrap();
-    let pfn = tiermem_sim::mem::pte_pfn(ptes[idx]);
+    let pfn = tiermem_sim::mm::mem::pte_pfn(ptes[idx]);
     s.kernel.procs[0].ptes[idx] |= PTE_ACCESSED;
     let mut ops = SimOps {
         kernel: &mut s.kernel,
@@ -222,7 +222,7 @@ fn damon_mkold_leaves_the_reference_for_reclaim() {
     node.lru_add(Lru::InactiveAnon, pfn);
     s.kernel.shrink_node(0, u64::MAX, 0, Reclaimer::Kswapd);
     assert_ne!(
-        s.kernel.procs[0].ptes[idx] & tiermem_sim::mem::PTE_PRESENT,
+        s.kernel.procs[0].ptes[idx] & tiermem_sim::mm::mem::PTE_PRESENT,
         0,
         "the young flag kept the page from being reclaimed"
     );

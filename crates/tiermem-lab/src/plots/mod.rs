@@ -32,21 +32,6 @@ pub struct Rendered {
     pub warnings: Vec<String>,
 }
 
-/// Register the embedded DejaVu Sans as `sans-serif` (once): plotters' text needs a font
-/// to measure and rasterize, and a fresh machine may have none installed.
-pub fn fonts() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // The bytes are a valid TrueType font shipped by the dejavu crate.
-        let _ = plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            dejavu::sans::regular(),
-        );
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
-    });
-}
-
 /// Read and check `dir/results.json`.
 pub fn load_results(dir: &Path) -> Result<Value, ResultsError> {
     let path = dir.join("results.json");
@@ -163,7 +148,7 @@ fn build(
 
 /// Draw `fig` into `path`: SVG for a `.svg` name, PNG otherwise.
 fn write(path: &Path, fig: &Figure) -> Result<(), String> {
-    fonts();
+    crate::fonts::register();
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;

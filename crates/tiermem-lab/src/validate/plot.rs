@@ -17,7 +17,7 @@ pub fn overlay(title: &str, kernel: &Timeline, sim: &Timeline, columns: &[String
         return String::new();
     }
     // Text needs the embedded font registered (plotters measures it even for SVG).
-    crate::plots::fonts();
+    crate::fonts::register();
     let per_row = cols.len().min(3);
     let rows = cols.len().div_ceil(per_row);
     let mut svg = String::new();

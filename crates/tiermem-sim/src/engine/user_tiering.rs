@@ -12,9 +12,9 @@
 //! time is not charged to the workload (it runs on its own CPU); the migrations' copy
 //! traffic is, as the kernel's.
 
-use crate::damon::Kdamond;
-use crate::kernel::Kernel;
-use crate::mem::*;
+use crate::mm::damon::Kdamond;
+use crate::mm::mem::*;
+use crate::mm::Kernel;
 use std::collections::BTreeMap;
 use tiermem_core::config::SimConfig;
 use tiermem_core::damon::{ContextConfig, OpsKind, Region};

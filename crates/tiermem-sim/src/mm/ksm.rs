@@ -30,8 +30,8 @@
 //! swapped (reclaim keeps them active) but they are demoted and migrated. The zero page
 //! lives on node 0.
 
-use crate::kernel::{FaultError, Kernel};
-use crate::mem::*;
+use crate::mm::mem::*;
+use crate::mm::{FaultError, Kernel};
 use crate::vmstat::Vm;
 use std::collections::BTreeMap;
 use tiermem_core::ksm::{AdvisorMode, KsmConfig};

@@ -14,7 +14,7 @@
 //! registered first, so that the access threads are *new threads of an existing mm* and
 //! stagger their first scan as `init_numa_balancing` does; then one task per access thread.
 
-use crate::kernel::Kernel;
+use crate::mm::Kernel;
 use crate::workload::{Access, Generator, Step, ThreadSpec, K_READ, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;

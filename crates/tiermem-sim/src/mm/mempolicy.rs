@@ -20,8 +20,8 @@
 //! `numa_interleave` (`NUMA_INTERLEAVE_HIT`). Weights are read at each allocation, so a
 //! change of the weight table affects future allocations only.
 
-use crate::kernel::{FaultError, Kernel, NodeMask};
-use crate::mem::{pte_maps_frame, pte_mk, pte_node, pte_pfn, Lru, PTE_PRESENT};
+use crate::mm::mem::{pte_maps_frame, pte_mk, pte_node, pte_pfn, Lru, PTE_PRESENT};
+use crate::mm::{FaultError, Kernel, NodeMask};
 use crate::vmstat::Vm;
 use tiermem_core::config::{region_matches, MbindConfig, Populate};
 use tiermem_core::interleave::{interleave_nid, weighted_interleave_nid};

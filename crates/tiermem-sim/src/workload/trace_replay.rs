@@ -17,7 +17,7 @@
 //! first page (an access straddling a page boundary counts once, on the first page). Lackey
 //! `M` (modify) is a store with read-for-ownership, like every non-temporal-free store.
 
-use crate::access::{Access, Step, K_READ, K_WRITE};
+use crate::workload::access::{Access, Step, K_READ, K_WRITE};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tiermem_trace::format::{self, Footer, TimeUnit, TraceReader};

@@ -7,7 +7,7 @@
 //! Phases are placed on a nominal clock (`access index / total × runtime`), so a page's
 //! "hot for 5 s after creation" means 5 s of undisturbed progress.
 
-use crate::access::{Access, Step, K_READ, K_STREAM, K_WRITE};
+use crate::workload::access::{Access, Step, K_READ, K_STREAM, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tiermem_core::damon_workloads::{HotRegionsConfig, ParsecConfig, ParsecShape};

@@ -6,7 +6,14 @@
 //! allocation-free so that the engine's per-access loop stays a table lookup and a few
 //! additions.
 
-use crate::kernel::Kernel;
+pub mod access;
+pub mod damon_workloads;
+pub mod synthetic;
+pub mod trace_replay;
+pub mod vm_guest;
+pub mod xsbench;
+
+use crate::mm::Kernel;
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
@@ -17,7 +24,9 @@ use tiermem_core::config::{
 use tiermem_core::topology::Topology;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, LINE_SIZE, PAGE_SIZE};
 
-pub use crate::access::{Access, Step, K_NTWRITE, K_READ, K_STREAM, K_WRITE, NR_KINDS, STREAM_MLP};
+pub use crate::workload::access::{
+    Access, Step, K_NTWRITE, K_READ, K_STREAM, K_WRITE, NR_KINDS, STREAM_MLP,
+};
 
 const BATCH: usize = 256;
 
@@ -27,12 +36,12 @@ pub enum Generator {
     Stream(StreamGen),
     MlcBw(MlcBwGen),
     MlcLat(MlcLatGen),
-    Parsec(crate::damon_workloads::ParsecGen),
-    HotRegions(crate::damon_workloads::HotRegionsGen),
-    VmGuest(crate::vm_guest::VmGen),
-    Xsbench(crate::xsbench::XsbenchGen),
-    Trace(Box<crate::trace_replay::TraceGen>),
-    Synthetic(crate::synthetic::SyntheticGen),
+    Parsec(crate::workload::damon_workloads::ParsecGen),
+    HotRegions(crate::workload::damon_workloads::HotRegionsGen),
+    VmGuest(crate::workload::vm_guest::VmGen),
+    Xsbench(crate::workload::xsbench::XsbenchGen),
+    Trace(Box<crate::workload::trace_replay::TraceGen>),
+    Synthetic(crate::workload::synthetic::SyntheticGen),
 }
 
 impl Generator {
@@ -64,9 +73,9 @@ impl Generator {
     /// the CPU time its setup used before time 0).
     pub fn waiter(&self) -> Option<(SimDuration, SimDuration)> {
         match self {
-            Generator::Synthetic(crate::synthetic::SyntheticGen::Main { populate_cpu }) => {
-                Some((crate::synthetic::MAIN_POLL, *populate_cpu))
-            }
+            Generator::Synthetic(crate::workload::synthetic::SyntheticGen::Main {
+                populate_cpu,
+            }) => Some((crate::workload::synthetic::MAIN_POLL, *populate_cpu)),
             _ => None,
         }
     }
@@ -668,7 +677,7 @@ pub fn build(
                     p.cpu_node.unwrap_or(first_cpu),
                     p.rss.pages_ceil().0 as u32,
                     (p.cpu_per_access, p.start, None),
-                    Generator::Parsec(crate::damon_workloads::ParsecGen::new(p)),
+                    Generator::Parsec(crate::workload::damon_workloads::ParsecGen::new(p)),
                 )?);
             }
             WorkloadConfig::Hotregions(h) => {
@@ -680,10 +689,10 @@ pub fn build(
                     h.cpu_node.unwrap_or(first_cpu),
                     h.size.pages_ceil().0 as u32,
                     (h.cpu_per_access, h.start, h.duration),
-                    Generator::HotRegions(crate::damon_workloads::HotRegionsGen::new(h)),
+                    Generator::HotRegions(crate::workload::damon_workloads::HotRegionsGen::new(h)),
                 )?);
             }
-            WorkloadConfig::VmGuest(g) => threads.extend(crate::vm_guest::build(
+            WorkloadConfig::VmGuest(g) => threads.extend(crate::workload::vm_guest::build(
                 g,
                 wi,
                 cfg.seed,
@@ -698,7 +707,7 @@ pub fn build(
                 kernel,
                 &mut barrier_groups,
             )?),
-            WorkloadConfig::Synthetic(s) => threads.extend(crate::synthetic::build(
+            WorkloadConfig::Synthetic(s) => threads.extend(crate::workload::synthetic::build(
                 s,
                 wi,
                 s.cpu_node.unwrap_or(first_cpu),
@@ -858,7 +867,7 @@ fn build_xsbench(
     let mut threads = Vec::new();
     let name = x.name.clone().unwrap_or_else(|| format!("xsbench{wi}"));
     let cpu = x.cpu_node.unwrap_or(first_cpu);
-    let bytes = crate::xsbench::XsLayout::region_bytes(x);
+    let bytes = crate::workload::xsbench::XsLayout::region_bytes(x);
     let pages = bytes.map(|b| b.div_ceil(PAGE_SIZE) as u32);
     let proc = kernel.add_process(
         name,
@@ -872,7 +881,7 @@ fn build_xsbench(
     )?;
     prepare_regions(kernel, proc, &x.mbind, x.populate);
     let base = [0, pages[0], pages[0] + pages[1]];
-    let layout = std::sync::Arc::new(crate::xsbench::XsLayout::new(x, base));
+    let layout = std::sync::Arc::new(crate::workload::xsbench::XsLayout::new(x, base));
     let group = *barrier_groups;
     *barrier_groups += 1;
     for t in 0..x.threads {
@@ -887,7 +896,11 @@ fn build_xsbench(
                 wi,
                 proc,
                 cpu,
-                Generator::Xsbench(crate::xsbench::XsbenchGen::new(layout.clone(), x, t)),
+                Generator::Xsbench(crate::workload::xsbench::XsbenchGen::new(
+                    layout.clone(),
+                    x,
+                    t,
+                )),
             )
         });
     }
@@ -905,7 +918,8 @@ fn build_trace(
     let name = t.name.clone().unwrap_or_else(|| format!("trace{wi}"));
     let cpu = t.cpu_node.unwrap_or(first_cpu);
     let layout = std::sync::Arc::new(
-        crate::trace_replay::TraceLayout::open(&t.file).map_err(|e| trace_open_error(wi, e))?,
+        crate::workload::trace_replay::TraceLayout::open(&t.file)
+            .map_err(|e| trace_open_error(wi, e))?,
     );
     let mut trace_threads: Vec<u32> = layout.footer.threads.iter().map(|x| x.0).collect();
     if trace_threads.is_empty() {
@@ -928,7 +942,7 @@ fn build_trace(
                     wi,
                     proc,
                     cpu,
-                    Generator::Trace(Box::new(crate::trace_replay::TraceGen::new(
+                    Generator::Trace(Box::new(crate::workload::trace_replay::TraceGen::new(
                         layout.clone(),
                         (!single).then_some(tt),
                         t.cpi,
@@ -1038,7 +1052,7 @@ pub enum WorkloadResult {
     #[serde(rename = "vm_guest")]
     VmGuest {
         name: String,
-        guests: Vec<crate::vm_guest::GuestProbe>,
+        guests: Vec<crate::workload::vm_guest::GuestProbe>,
         /// Population standard deviation of the guests' mean access times, % of the mean.
         access_time_spread_pct: f64,
         /// The same over the memory latency alone.
@@ -1088,7 +1102,7 @@ fn damon_workload_thread(
         name,
         cpu,
         Default::default(),
-        crate::damon_workloads::vmas(pages),
+        crate::workload::damon_workloads::vmas(pages),
     )?;
     Ok(ThreadSpec {
         cpu_per_access: timing.0,
@@ -1124,7 +1138,7 @@ pub fn results(
                     .and_then(|r| r.run_start.zip(r.run_end))
                     .map_or(0.0, |(s, e)| e.since(s).secs_f64());
                 let complete = r.is_some_and(|r| {
-                    r.run_accesses >= crate::damon_workloads::ParsecGen::total_accesses(p)
+                    r.run_accesses >= crate::workload::damon_workloads::ParsecGen::total_accesses(p)
                 });
                 out.push(WorkloadResult::Parsec {
                     name: p.name.clone().unwrap_or_else(|| format!("parsec{wi}")),
@@ -1152,7 +1166,9 @@ pub fn results(
                 group += 1;
                 out.push(xsbench_result(x, wi, &rs));
             }
-            WorkloadConfig::Synthetic(s) => out.push(crate::synthetic::result(s, wi, &rs)),
+            WorkloadConfig::Synthetic(s) => {
+                out.push(crate::workload::synthetic::result(s, wi, &rs))
+            }
             WorkloadConfig::Trace(t) => out.push(trace_result(t, wi, &rs)),
         }
     }
@@ -1229,9 +1245,9 @@ fn vm_guest_result(
     rs: &[&ThreadReport],
 ) -> WorkloadResult {
     let nodes = tiermem_core::topology::Topology::new(&cfg.machine)
-        .map(|t| crate::vm_guest::guest_nodes(g, &t))
+        .map(|t| crate::workload::vm_guest::guest_nodes(g, &t))
         .unwrap_or_default();
-    let guests: Vec<crate::vm_guest::GuestProbe> = rs
+    let guests: Vec<crate::workload::vm_guest::GuestProbe> = rs
         .iter()
         .filter(|r| r.latency_probe)
         .enumerate()
@@ -1240,7 +1256,7 @@ fn vm_guest_result(
                 (Some(s), Some(e)) => e.since(s).secs_f64(),
                 _ => 0.0,
             };
-            crate::vm_guest::GuestProbe {
+            crate::workload::vm_guest::GuestProbe {
                 guest: gi as u32,
                 node: nodes.get(gi).map_or(0, |n| n.0),
                 mean_access_ns: if r.run_accesses > 0 {
@@ -1261,8 +1277,8 @@ fn vm_guest_result(
     let lat: Vec<f64> = guests.iter().map(|x| x.mean_latency_ns).collect();
     WorkloadResult::VmGuest {
         name: g.name.clone().unwrap_or_else(|| format!("vm{wi}")),
-        access_time_spread_pct: crate::vm_guest::spread_pct(&acc),
-        latency_spread_pct: crate::vm_guest::spread_pct(&lat),
+        access_time_spread_pct: crate::workload::vm_guest::spread_pct(&acc),
+        latency_spread_pct: crate::workload::vm_guest::spread_pct(&lat),
         mean_access_ns: if acc.is_empty() {
             0.0
         } else {
@@ -1311,7 +1327,7 @@ fn trace_result(t: &TraceConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadRes
         }
     }
     // The footer is small; re-reading it keeps the config the only input.
-    let per_pass = crate::trace_replay::TraceLayout::open(&t.file)
+    let per_pass = crate::workload::trace_replay::TraceLayout::open(&t.file)
         .map(|l| l.footer.records)
         .unwrap_or(0);
     WorkloadResult::Trace {
@@ -1450,7 +1466,7 @@ mod tests {
             let s = mlc_sequence(t);
             let (mut r, mut w) = (0, 0);
             for &k in s {
-                let (a, b) = crate::timing::TimingModel::traffic(k, 1);
+                let (a, b) = crate::hw::timing::TimingModel::traffic(k, 1);
                 r += a;
                 w += b;
             }

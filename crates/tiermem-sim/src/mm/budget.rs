@@ -12,7 +12,7 @@
 //! The limit is the host's `MemAvailable` unless set with [`set_limit`] (the CLI's
 //! `--max-memory`).
 
-use crate::mem::Frame;
+use crate::mm::mem::Frame;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tiermem_core::topology::Topology;
 use tiermem_core::ConfigError;

@@ -18,7 +18,7 @@
 //! image (the k-th OS page of every guest with the same image has the same content),
 //! duplicates inside the guest (`intra_dup_copies` pages per content), unique pages.
 
-use crate::kernel::Kernel;
+use crate::mm::Kernel;
 use crate::workload::{Access, Generator, Step, ThreadSpec, K_READ, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -222,7 +222,7 @@ pub fn build(
             let u = (mix(seed, wi as u64 * 4096 + gi as u64, vpn as u64) >> 11) as f64
                 / (1u64 << 53) as f64;
             let content = if u < z {
-                Some(crate::ksm::ZERO_CONTENT)
+                Some(crate::mm::ksm::ZERO_CONTENT)
             } else if u < o {
                 os_k += 1;
                 Some(OS_BASE + image * OS_STRIDE + (os_k - 1) % OS_STRIDE)

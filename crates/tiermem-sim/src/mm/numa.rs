@@ -16,8 +16,8 @@
 //! Four generations of the promotion logic are selectable (`kernel.numa.promotion`) so the
 //! seed-001 patch series can be replayed step by step.
 
-use crate::kernel::{Kernel, NUMA_BALANCING_MEMORY_TIERING};
-use crate::mem::*;
+use crate::mm::mem::*;
+use crate::mm::{Kernel, NUMA_BALANCING_MEMORY_TIERING, TICK_NS};
 use crate::vmstat::Vm;
 use tiermem_core::config::PromotionPolicy;
 use tiermem_core::mempolicy::PolicyMode;
@@ -25,9 +25,6 @@ use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SHIFT};
 use tiermem_core::watermarks::ZONE_MOVABLE;
 use tiermem_policy::promotion;
 
-/// `NUMA_BALANCING_NORMAL`.
-pub const NUMA_BALANCING_NORMAL: u32 = 1;
-pub use crate::mem::{CPUPID_UNSET, LAST_CPUPID_SHIFT, PAGE_ACCESS_TIME_MASK};
 const CPU_BITS: u32 = 13;
 const CPU_MASK: u32 = (1 << CPU_BITS) - 1;
 const PID_MASK: u32 = 0xFF;
@@ -36,10 +33,6 @@ const MAX_SCAN_WINDOW: u32 = 2560;
 /// `NUMA_PERIOD_SLOTS`, `NUMA_PERIOD_THRESHOLD`.
 const NUMA_PERIOD_SLOTS: u64 = 10;
 const NUMA_PERIOD_THRESHOLD: u64 = 7;
-/// A scheduler tick (HZ = 250, Debian's configuration), in ns.
-pub(crate) const TICK_NS: u64 = 4_000_000;
-/// Huge page size in base pages: scan chunks end on a PMD boundary.
-pub(crate) const HPAGE_PAGES: u64 = 512;
 
 /// Per-node promotion state (`pglist_data` fields).
 #[derive(Clone, Debug, Default)]
@@ -63,7 +56,7 @@ pub struct MmNuma {
     pub scan_seq: u32,
     pub users: u32,
     /// Per VMA, `vma->numab_state` (created when the scanner first sees the VMA).
-    pub numab: Vec<Option<crate::numa_scan::VmaNumab>>,
+    pub numab: Vec<Option<crate::mm::numa_scan::VmaNumab>>,
 }
 
 /// Per-task NUMA state.
@@ -597,6 +590,7 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mm::NUMA_BALANCING_NORMAL;
     use rand_core::SeedableRng;
     use tiermem_core::config::{KernelConfig, PromotionPolicy};
     use tiermem_core::mempolicy::MemPolicy;

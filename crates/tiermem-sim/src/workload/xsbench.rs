@@ -14,10 +14,10 @@
 //!    segment of the nuclide grid.
 //!
 //! Steps 3–4 are independent loads the core overlaps (the streaming MLP of
-//! [`crate::access::STREAM_MLP`] lines, within the 8–16 of the model's assumption).
+//! [`crate::workload::access::STREAM_MLP`] lines, within the 8–16 of the model's assumption).
 //! The figure of merit is lookups per second over the lookup phase.
 
-use crate::access::{Access, Step, K_READ, K_STREAM, K_WRITE};
+use crate::workload::access::{Access, Step, K_READ, K_STREAM, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::Arc;

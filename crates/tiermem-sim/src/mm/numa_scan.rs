@@ -22,9 +22,9 @@
 //! the process is built (no munmap), so a VMA is its index; `hash_32(pid, 6)` uses the
 //! simulated task's pid.
 
-use crate::kernel::Kernel;
-use crate::mem::*;
-use crate::numa::{HPAGE_PAGES, NUMA_BALANCING_NORMAL, PAGE_ACCESS_TIME_MASK, TICK_NS};
+use crate::mm::mem::*;
+use crate::mm::Kernel;
+use crate::mm::{HPAGE_PAGES, NUMA_BALANCING_NORMAL, TICK_NS};
 use crate::vmstat::Vm;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SHIFT};
 

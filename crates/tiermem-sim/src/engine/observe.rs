@@ -4,8 +4,8 @@
 //! per synthetic workload. Columns and names come from
 //! [`tiermem_core::timeline::extra_columns`], which the live workload runner uses too.
 
-use crate::kernel::Kernel;
-use crate::mem::{pte_maps_frame, pte_node};
+use crate::mm::mem::{pte_maps_frame, pte_node};
+use crate::mm::Kernel;
 use tiermem_core::config::SimConfig;
 use tiermem_core::timeline::{extra_columns, ExtraColumn};
 
@@ -40,7 +40,7 @@ impl ExtraColumns {
         &self,
         kernel: &Kernel,
         accesses: &[u64],
-        kdamonds: &[crate::damon::Kdamond],
+        kdamonds: &[crate::mm::damon::Kdamond],
         tiering: Option<&tiermem_policy::tiering::ControllerStats>,
     ) -> Vec<u64> {
         let ksm = kernel.ksm_counters();
@@ -79,7 +79,7 @@ impl ExtraColumns {
                 ExtraColumn::Tiering(stat) => tiering.and_then(|t| t.get(stat)).unwrap_or(0),
                 ExtraColumn::DamonReclaim(stat) => reclaim
                     .and_then(|k| k.ctx.schemes.first())
-                    .map_or(0, |s| crate::damon::reclaim_module_stat(&s.stat, stat)),
+                    .map_or(0, |s| crate::mm::damon::reclaim_module_stat(&s.stat, stat)),
                 ExtraColumn::DamosStat {
                     context,
                     scheme,
@@ -93,7 +93,7 @@ impl ExtraColumns {
 /// A statistic of scheme `scheme` of `kernel.damon.contexts[context]`, whose kdamond is
 /// named `ctx<context>` (`tiermem_damon::modules::contexts`); names as in `stats/`.
 fn context_scheme_stat(
-    kdamonds: &[crate::damon::Kdamond],
+    kdamonds: &[crate::mm::damon::Kdamond],
     context: usize,
     scheme: usize,
     stat: &str,

@@ -13,8 +13,8 @@
 //! lower zones and the boot memory (`NodeMem::lay_out_frames`). A page that is not a
 //! handed-out frame, or is free, is a non-LRU page (never accessed, skipped by actions).
 
-use crate::kernel::Kernel;
-use crate::mem::*;
+use crate::mm::mem::*;
+use crate::mm::Kernel;
 use crate::vmstat::Vm;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -366,7 +366,11 @@ impl SimOps<'_> {
     }
 
     /// The highest zone of node `d` above `mark` for a user page.
-    fn zone_above(&self, d: usize, mark: impl Fn(&crate::mem::Watermarks) -> u64) -> Option<usize> {
+    fn zone_above(
+        &self,
+        d: usize,
+        mark: impl Fn(&crate::mm::mem::Watermarks) -> u64,
+    ) -> Option<usize> {
         self.kernel.nodes[d].zone_above(mark, tiermem_core::watermarks::ZONE_MOVABLE)
     }
 }

@@ -9,12 +9,15 @@
 //!
 //! Call order: [`Simulation::new`] → [`Simulation::run`] (once) → results.
 
-use crate::kernel::Kernel;
-use crate::mem::{
+pub mod observe;
+pub mod user_tiering;
+
+use crate::hw::timing::{ThreadMix, TimingModel};
+use crate::mm::mem::{
     pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY, PTE_SOFTDIRTY,
     PTE_ZERO,
 };
-use crate::timing::{ThreadMix, TimingModel};
+use crate::mm::Kernel;
 use crate::vmstat::Vm;
 use crate::workload::{
     self, Access, Generator, Step, ThreadReport, WorkloadResult, K_NTWRITE, K_STREAM, NR_KINDS,
@@ -106,7 +109,7 @@ struct Row {
     mean_latency_ns: f64,
     nodes: Vec<(u64, u64, f64, f64, f64, u32)>,
     vmstat: Vec<u64>,
-    /// [`crate::observe::ExtraColumns`] values.
+    /// [`crate::engine::observe::ExtraColumns`] values.
     extra: Vec<u64>,
 }
 
@@ -129,7 +132,7 @@ pub struct NodeSummary {
     pub mean_bandwidth_bytes_per_s: f64,
     /// Loaded read latency averaged over the run (time-weighted), ns.
     pub mean_read_latency_ns: f64,
-    pub watermarks_pages: crate::mem::Watermarks,
+    pub watermarks_pages: crate::mm::mem::Watermarks,
 }
 
 /// Swap and zram usage at the end.
@@ -166,7 +169,7 @@ pub struct Summary {
     pub memused_avg_bytes: f64,
     /// kdamonds (present when `[kernel.damon]` configures any).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub damon: Vec<crate::damon::KdamondSummary>,
+    pub damon: Vec<crate::mm::damon::KdamondSummary>,
     /// The user-space tiering controller's totals (`[tiering]`), under the timeline's
     /// `tiering_<stat>` names without the prefix.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -280,8 +283,8 @@ fn make_kdamonds(
     cfg: &SimConfig,
     kernel: &mut Kernel,
     proc_workload: &[usize],
-) -> Result<Vec<crate::damon::Kdamond>, SimError> {
-    let bases = crate::damon::node_bases(kernel);
+) -> Result<Vec<crate::mm::damon::Kdamond>, SimError> {
+    let bases = crate::mm::damon::node_bases(kernel);
     let node_range = |n: NodeId| tiermem_core::damon::AddrRange {
         start: bases[n.idx()],
         end: bases[n.idx()] + kernel.nodes[n.idx()].present * PAGE_SIZE,
@@ -305,8 +308,13 @@ fn make_kdamonds(
             .enumerate()
     {
         let seed = mix_seed(cfg.seed, 0xDA30, i as u64).next_u64();
-        let k =
-            crate::damon::Kdamond::new(nc, kernel, proc_workload, &cfg.kernel.damon.costs, seed)?;
+        let k = crate::mm::damon::Kdamond::new(
+            nc,
+            kernel,
+            proc_workload,
+            &cfg.kernel.damon.costs,
+            seed,
+        )?;
         if nc.cfg.record {
             let a = &nc.cfg.attrs;
             let snapshots = cfg.duration.ps() / 1_000_000 / a.aggr_us.max(1) + 1;
@@ -336,7 +344,7 @@ fn make_kdamonds(
             },
         };
         let seed = mix_seed(cfg.seed, 0xDA31, 0).next_u64();
-        kdamonds.push(crate::damon::Kdamond::new(
+        kdamonds.push(crate::mm::damon::Kdamond::new(
             &nc,
             kernel,
             proc_workload,
@@ -350,7 +358,7 @@ fn make_kdamonds(
 /// A configured simulation.
 pub struct Simulation {
     cfg: SimConfig,
-    extra: crate::observe::ExtraColumns,
+    extra: crate::engine::observe::ExtraColumns,
     pub kernel: Kernel,
     timing: TimingModel,
     threads: Vec<Thread>,
@@ -367,10 +375,10 @@ pub struct Simulation {
     sample_write: Vec<u64>,
     sample_lat: (u128, u64),
     /// kdamonds (`[kernel.damon]`) and the workload of each process (memcg-like groups).
-    pub kdamonds: Vec<crate::damon::Kdamond>,
+    pub kdamonds: Vec<crate::mm::damon::Kdamond>,
     proc_workload: Vec<usize>,
     /// The user-space tiering controller of `[tiering]`.
-    user_tiering: Option<crate::user_tiering::UserTiering>,
+    user_tiering: Option<crate::engine::user_tiering::UserTiering>,
     /// Σ over timeline rows of used memory (all nodes, incl. the zram pool), pages.
     memused_sum: (u128, u64),
 }
@@ -415,7 +423,7 @@ impl Simulation {
         let topo = Topology::new(&cfg.machine)?;
         let nn = topo.nr_nodes();
         let curves = topo.nodes.iter().map(|n| n.curve).collect();
-        let budget = crate::budget::Budget::from_limit(&topo);
+        let budget = crate::mm::budget::Budget::from_limit(&topo);
         let mut kernel = Kernel::new(topo, cfg.kernel.clone(), mix_seed(cfg.seed, 0xFFFF, 1));
         kernel.budget = budget;
         let topo_copy = kernel.topo.clone();
@@ -440,14 +448,14 @@ impl Simulation {
             proc_workload[th.proc as usize] = th.spec_workload;
         }
         let mut kdamonds = make_kdamonds(cfg, &mut kernel, &proc_workload)?;
-        let user_tiering = crate::user_tiering::UserTiering::new(
+        let user_tiering = crate::engine::user_tiering::UserTiering::new(
             cfg,
             &kernel,
             &proc_workload,
             &mut kdamonds,
             mix_seed(cfg.seed, 0x7131, 0).next_u64(),
         )?;
-        let extra = crate::observe::ExtraColumns::new(cfg, &proc_workload);
+        let extra = crate::engine::observe::ExtraColumns::new(cfg, &proc_workload);
         let mut sim = Simulation {
             extra,
             kdamonds,
@@ -828,7 +836,7 @@ impl Simulation {
                 th.win_active += cost.ps() + fill;
                 false
             }
-            Err(crate::kernel::FaultError::OomKilled) => {
+            Err(crate::mm::FaultError::OomKilled) => {
                 let th = &mut self.threads[ti];
                 th.state = ThreadState::Done;
                 th.run_end = Some(th.clock);
@@ -930,7 +938,7 @@ impl Simulation {
     fn wake_waiting_thread(&mut self, ti: usize, now: SimTime) {
         let wake_ps = self.kernel.cfg.costs.task_wakeup.ps();
         // P(hit) as a 64-bit threshold: wake / tick (a wake longer than a tick always hits).
-        let tick_ps = crate::numa::TICK_NS * 1000;
+        let tick_ps = crate::mm::TICK_NS * 1000;
         let threshold = if wake_ps >= tick_ps {
             u64::MAX
         } else {
@@ -965,7 +973,7 @@ impl Simulation {
                 let node = &self.kernel.nodes[n];
                 let lat = self.kernel.topo.nodes[n].read_latency.ns_f64() * self.timing.factor[n];
                 let tiering =
-                    self.kernel.numa_balancing & crate::kernel::NUMA_BALANCING_MEMORY_TIERING != 0;
+                    self.kernel.numa_balancing & crate::mm::NUMA_BALANCING_MEMORY_TIERING != 0;
                 let th = if tiering && self.kernel.topo.is_toptier(NodeId(n as u8)) {
                     self.kernel.effective_hot_threshold(n)
                 } else {
@@ -1141,7 +1149,7 @@ impl Simulation {
             } else {
                 0.0
             },
-            damon: crate::damon::summaries(&self.kdamonds, SimTime(self.now).secs_f64()),
+            damon: crate::mm::damon::summaries(&self.kdamonds, SimTime(self.now).secs_f64()),
             tiering: self.user_tiering.as_ref().map(|u| {
                 tiermem_core::timeline::TIERING_STATS
                     .iter()
@@ -1163,7 +1171,7 @@ impl Simulation {
             summary,
             timeline_csv: self.timeline_csv(),
             host_table_bytes: self.kernel.host_bytes(),
-            damon_records: crate::damon::records(&self.kdamonds),
+            damon_records: crate::mm::damon::records(&self.kdamonds),
         }
     }
 }

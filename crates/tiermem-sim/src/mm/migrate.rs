@@ -1,0 +1,64 @@
+//! Page migration (`migrate_pages` for one order-0 anonymous folio): allocate on the
+//! target, copy, remap, free the source.
+
+use super::*;
+
+impl Kernel {
+    /// Isolate a mapped frame from its LRU list and migrate it to `dst` ([`Self::migrate_frame`]),
+    /// keeping it active if it was. Returns the new frame.
+    pub(crate) fn isolate_and_migrate(&mut self, src: usize, pfn: u32, dst: (usize, usize)) -> u32 {
+        let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
+        self.nodes[src].lru_del(pfn);
+        self.migrate_frame(src, pfn, dst, active)
+    }
+
+    /// Move one isolated (off-LRU) page from node `src` to node `dst` (`migrate_pages` for
+    /// one folio): allocate on `dst` (the caller checked the watermark), copy, remap the PTE
+    /// (keeping its accessed/dirty bits), put the new frame on `dst`'s LRU (inactive unless
+    /// `active`), free the old frame. Charges the copy traffic to both nodes.
+    pub fn migrate_frame(
+        &mut self,
+        src: usize,
+        pfn: u32,
+        (dst, zone): (usize, usize),
+        active: bool,
+    ) -> u32 {
+        let f = self.nodes[src].frames[pfn as usize];
+        let new_pfn = self.nodes[dst].take_frame_in(zone, f.owner, f.vpn);
+        {
+            let nf = &mut self.nodes[dst].frames[new_pfn as usize];
+            nf.flags = f.flags & (F_REFERENCED | F_IDLE | F_YOUNG); // folio_migrate_flags keeps idle/young too
+            nf.atime = f.atime;
+        }
+        // remove_migration_pte rebuilds the PTE from the VMA's protection: the NUMA hint is lost.
+        if f.owner == OWNER_KSM {
+            self.ksm_migrated(f.vpn, dst, new_pfn);
+        } else {
+            let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
+            let keep = *pte & (PTE_ACCESSED | PTE_DIRTY | PTE_SOFTDIRTY);
+            *pte = pte_mk(dst, new_pfn) | keep;
+        }
+        // folio_migrate_flags: in tiering mode crossing the top-tier boundary resets the
+        // cpupid/access-time field.
+        if self.numa_balancing & NUMA_BALANCING_MEMORY_TIERING != 0
+            && self.topo.is_toptier(NodeId(src as u8)) != self.topo.is_toptier(NodeId(dst as u8))
+        {
+            self.nodes[dst].frames[new_pfn as usize].atime = CPUPID_UNSET;
+        }
+        self.nodes[dst].lru_add(
+            if active {
+                Lru::ActiveAnon
+            } else {
+                Lru::InactiveAnon
+            },
+            new_pfn,
+        );
+        self.nodes[src].free_frame(pfn);
+        self.vmstat.inc(dst, Vm::PgallocNormal);
+        self.vmstat.inc(src, Vm::Pgfree);
+        self.vmstat.inc(src, Vm::PgmigrateSuccess);
+        self.kernel_traffic[src].0 += PAGE_SIZE;
+        self.kernel_traffic[dst].1 += PAGE_SIZE;
+        new_pfn
+    }
+}
