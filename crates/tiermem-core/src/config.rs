@@ -186,21 +186,18 @@ impl TransparentHugepage {
 /// `[kernel.weighted_interleave]`: the system-wide interleave weights as the sysfs files
 /// set them at boot (`kernel-mechanisms.md` §2.2–§2.3).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct WeightedInterleaveConfig {
     /// Which kernel's semantics: `"6.9"` (6.9–6.15: default weight 1, writing 0 resets to
     /// the default, no `auto`) or `"6.16"` (6.16+: weights 1..255, `auto` mode deriving
     /// the weights from each node's bandwidth). Default `"6.16"`.
-    #[serde(default)]
     pub semantics: Option<WeightSemantics>,
     /// 6.16+ `auto`: weights from node bandwidth (`reduce_interleave_weights` over
     /// `min(read_bandwidth, write_bandwidth)` of each node, as HMAT reports them). Default
     /// true unless `weights` are given (a `nodeN` write switches auto off).
-    #[serde(default)]
     pub auto: Option<bool>,
     /// The value written to each `nodeN` file, one per node in node order (0..255; 0 only
     /// with 6.9 semantics, where it means the default weight 1). Default: nothing written.
-    #[serde(default)]
     pub weights: Option<Vec<u8>>,
 }
 

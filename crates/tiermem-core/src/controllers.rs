@@ -17,15 +17,12 @@ use std::path::PathBuf;
 
 /// Which processes a controller works on.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, serde::Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TargetSelector {
-    #[serde(default)]
     pub pids: Vec<i32>,
     /// Command names (`/proc/<pid>/comm`); `*` matches any run of characters.
-    #[serde(default)]
     pub names: Vec<String>,
     /// cgroup v2 directories (their `cgroup.procs`).
-    #[serde(default)]
     pub cgroups: Vec<PathBuf>,
 }
 

@@ -49,22 +49,17 @@ impl Region {
 
 /// `[kernel.damon]`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct DamonConfig {
     /// Hand-written monitoring contexts (one kdamond each).
-    #[serde(default)]
     pub contexts: Vec<ContextConfig>,
     /// DAMON_RECLAIM (`mm/damon/reclaim.c`).
-    #[serde(default)]
     pub reclaim: Option<ReclaimParams>,
     /// DAMON_LRU_SORT (`mm/damon/lru_sort.c`).
-    #[serde(default)]
     pub lru_sort: Option<LruSortParams>,
     /// DAMON-based memory tiering as damo's memory-tiering setup does it.
-    #[serde(default)]
     pub tiering: Option<TieringParams>,
     /// CPU cost model of kdamond.
-    #[serde(default)]
     pub costs: DamonCosts,
 }
 
@@ -155,15 +150,11 @@ impl Default for MonitoringAttrs {
 
 /// `struct damon_intervals_goal`; `aggrs = 0` disables tuning.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct IntervalsGoal {
-    #[serde(default)]
     pub access_bp: u64,
-    #[serde(default)]
     pub aggrs: u64,
-    #[serde(default)]
     pub min_sample_us: u64,
-    #[serde(default)]
     pub max_sample_us: u64,
 }
 
@@ -305,45 +296,26 @@ pub struct QuotaGoal {
     pub nid: Option<NodeId>,
 }
 
-/// Prioritisation weights (`quotas/weights/*_permil`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Prioritisation weights (`quotas/weights/*_permil`); the sysfs defaults are all 0.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct QuotaWeights {
-    #[serde(default)]
     pub sz_permil: u32,
-    #[serde(default)]
     pub nr_accesses_permil: u32,
-    #[serde(default)]
     pub age_permil: u32,
-}
-
-impl Default for QuotaWeights {
-    /// The sysfs defaults: all three weights 0.
-    fn default() -> Self {
-        QuotaWeights {
-            sz_permil: 0,
-            nr_accesses_permil: 0,
-            age_permil: 0,
-        }
-    }
 }
 
 /// `struct damos_quota`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct QuotaConfig {
     /// Time quota per reset interval, ms. 0 = none.
-    #[serde(default)]
     pub ms: u64,
     /// Size quota per reset interval, bytes. 0 = none.
-    #[serde(default)]
     pub sz: u64,
     /// Charge window, ms. Default 0 (then every apply is a new window).
-    #[serde(default)]
     pub reset_interval_ms: u64,
-    #[serde(default)]
     pub weights: QuotaWeights,
-    #[serde(default)]
     pub goals: Vec<QuotaGoal>,
 }
 
@@ -358,17 +330,12 @@ pub enum WmarkMetric {
 
 /// `struct damos_watermarks`; values are per-thousand for `free_mem_rate`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Watermarks {
-    #[serde(default)]
     pub metric: WmarkMetric,
-    #[serde(default)]
     pub interval_us: u64,
-    #[serde(default)]
     pub high: u64,
-    #[serde(default)]
     pub mid: u64,
-    #[serde(default)]
     pub low: u64,
 }
 

@@ -480,6 +480,13 @@ fn sample_from_t0(
         let p = opts.out.join("zoneinfo.txt");
         std::fs::write(&p, z + "\n").map_err(|e| Error::io(&p, "write", e))?;
     }
+    // Free pages by migratetype and the pageblocks' types (root only): where movable
+    // allocations will fall back to other migratetypes' free pages (and boost the
+    // watermarks, `boost_watermark`) once the movable free lists run dry.
+    if let Ok(Some(t)) = fs.read_opt("/proc/pagetypeinfo") {
+        let p = opts.out.join("pagetypeinfo.txt");
+        std::fs::write(&p, t + "\n").map_err(|e| Error::io(&p, "write", e))?;
+    }
     let free0 = base.node_free_pages.clone();
     sampler.set_baseline(base.clone());
     let main_at_t0 = read_schedstat(fs, child.pid);

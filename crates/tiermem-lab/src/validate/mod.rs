@@ -62,26 +62,21 @@ impl Error {
 
 /// `[validate]`: where the recording is and what to compare.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ValidateSpec {
     /// One line on what the scenario shows.
-    #[serde(default)]
     pub description: String,
     /// The recording directory, relative to the scenario file. Default `kernel`.
-    #[serde(default)]
     pub kernel: Option<String>,
-    #[serde(default)]
     pub checks: Vec<CheckSpec>,
 }
 
 /// What `tiermem workload run` wrote in `meta.json` (the fields validation reads).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct RecordingMeta {
-    #[serde(default)]
     pub kernel_release: String,
-    #[serde(default)]
     pub nodes: Vec<RecordedNode>,
-    #[serde(default)]
     pub populate_seconds: f64,
 }
 
