@@ -245,7 +245,8 @@ fn progress_bar(len: u64, what: &str) -> Option<ProgressBar> {
     Some(pb)
 }
 
-/// Run a simulation with a progress bar on a terminal; `observe` sees (wall seconds so far,
+/// Run a simulation with a progress bar on a terminal (simulated time, wall time and the
+/// estimated time left); `observe` sees (wall seconds so far,
 /// progress) at every report. Returns the result and the wall time.
 fn run_with_progress(
     sim: &mut Simulation,
@@ -259,6 +260,7 @@ fn run_with_progress(
             observe(t0.elapsed().as_secs_f64(), p);
             if let Some(pb) = &pb {
                 pb.set_position((p.fraction * 1000.0) as u64);
+                pb.set_message(format!("{what}: simulated {:.1} s", p.sim_seconds));
             }
         })
         .map_err(sim_failure)?;

@@ -37,7 +37,10 @@ fn modules(src: &Path) -> BTreeMap<String, String> {
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
                 parts.pop();
             }
             let text = std::fs::read_to_string(&path).unwrap();
