@@ -258,6 +258,7 @@ class KernelCosts(_Table):
     anon_fault: Optional[Duration] = None
     zero_page_fault: Optional[Duration] = None
     swapin_fault: Optional[Duration] = None
+    alloc_slowpath: Optional[Duration] = None
     reclaim_scan_page: Optional[Duration] = None
     reclaim_unmap_page: Optional[Duration] = None
     migrate_page: Optional[Duration] = None

@@ -388,6 +388,12 @@ pub struct KernelCosts {
     pub zero_page_fault: SimDuration,
     /// Fixed overhead of a swap-in fault, on top of the device or decompression time. Default 2 us.
     pub swapin_fault: SimDuration,
+    /// A page fault's allocation that misses the fast path (free pages below the low
+    /// watermark): `__alloc_pages_slowpath`'s extra work (kswapd wakeups with their
+    /// `pgdat_balanced` checks, the retry at the min watermark) and the zone and LRU locks
+    /// it then shares with a running kswapd. Charged once per allocating fault below low,
+    /// on top of direct reclaim if that follows. Default 1 us.
+    pub alloc_slowpath: SimDuration,
     /// Reclaim: per page scanned on an LRU list (rmap walk, accessed-bit check). Default 150 ns.
     pub reclaim_scan_page: SimDuration,
     /// Reclaim: per page unmapped and freed (TLB flush, swap entry). Default 1 us.
@@ -414,6 +420,7 @@ impl Default for KernelCosts {
             anon_fault: SimDuration::from_us(1),
             zero_page_fault: SimDuration::from_ns(250),
             swapin_fault: SimDuration::from_us(2),
+            alloc_slowpath: SimDuration::from_us(1),
             reclaim_scan_page: SimDuration::from_ns(150),
             reclaim_unmap_page: SimDuration::from_us(1),
             migrate_page: SimDuration::from_us(2),

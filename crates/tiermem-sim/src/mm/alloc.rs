@@ -109,7 +109,7 @@ impl Kernel {
         }
         // Slow path: wake_all_kswapds, then the min watermark, then direct reclaim; repeated
         // until MAX_RECLAIM_RETRIES rounds make no progress.
-        let mut cost = SimDuration::ZERO;
+        let mut cost = self.cfg.costs.alloc_slowpath;
         let mut no_progress = 0;
         let mut oom_kills = 0;
         loop {
@@ -121,9 +121,21 @@ impl Kernel {
                 return Ok((n, pfn, cost));
             }
             if no_progress <= MAX_RECLAIM_RETRIES {
-                let r = self.try_to_free_pages(&zl);
+                let r = self.try_to_free_pages(&zl, now + cost);
                 cost += r.cost;
                 if r.reclaimed > 0 {
+                    // __alloc_pages_direct_reclaim: after progress, get_page_from_freelist;
+                    // if that fails, drain_all_pages (every CPU's pagesets) and try once more.
+                    let at = self.first_zone(&zl, |w| w.min).or_else(|| {
+                        for node in &mut self.nodes {
+                            node.drain_pagesets();
+                        }
+                        self.first_zone(&zl, |w| w.min)
+                    });
+                    if let Some(at) = at {
+                        let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
+                        return Ok((n, pfn, cost));
+                    }
                     no_progress = 0;
                     continue;
                 }

@@ -124,6 +124,9 @@ pub struct Kernel {
     pub pending_mbinds: Vec<crate::mm::mempolicy::PendingMbind>,
     /// Host memory the page tables may still take.
     pub budget: crate::mm::budget::Budget,
+    /// The clock of the thread in direct reclaim (its fault's start plus the reclaim so
+    /// far), while it reclaims: kswapds catch up to it batch by batch.
+    direct_reclaim_clock: Option<SimTime>,
 }
 
 /// `NUMA_BALANCING_NORMAL`.
@@ -172,6 +175,7 @@ impl Kernel {
             },
             oom_victims: Vec::new(),
             ksm,
+            direct_reclaim_clock: None,
         }
     }
 

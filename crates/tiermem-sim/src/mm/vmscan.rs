@@ -193,18 +193,17 @@ impl Kernel {
 
     /// `try_to_free_pages` → `do_try_to_free_pages`: reclaim `SWAP_CLUSTER_MAX` pages from
     /// the zonelist, lowering the priority from `DEF_PRIORITY` until enough is reclaimed.
-    pub(super) fn try_to_free_pages(&mut self, zl: &[usize]) -> ReclaimResult {
+    /// `now` is the reclaiming thread's clock: kswapd, on its own CPU, works concurrently
+    /// and is caught up to the reclaimer's clock before each batch (see [`Self::shrink_node`]).
+    pub(super) fn try_to_free_pages(&mut self, zl: &[usize], now: SimTime) -> ReclaimResult {
         let mut total = ReclaimResult::default();
         if let Some(&first) = zl.first() {
             self.vmstat.inc(first, Vm::AllocstallMovable);
         }
-        // __alloc_pages_direct_reclaim retries after drain_all_pages: every CPU's pagesets.
-        for node in &mut self.nodes {
-            node.drain_pagesets();
-        }
         let mut prio = DEF_PRIORITY as i32;
         while prio >= 0 && total.reclaimed < SWAP_CLUSTER_MAX {
             for &n in zl {
+                self.direct_reclaim_clock = Some(now + total.cost);
                 let r = self.shrink_node(
                     n,
                     SWAP_CLUSTER_MAX - total.reclaimed.min(SWAP_CLUSTER_MAX),
@@ -224,13 +223,27 @@ impl Kernel {
             }
             prio -= 1;
         }
+        self.direct_reclaim_clock = None;
         total
+    }
+
+    /// Run every awake kswapd up to `until`: a direct reclaimer's clock, so that the two
+    /// interleave batch by batch (each takes the LRU lock per batch of `SWAP_CLUSTER_MAX`)
+    /// instead of a long direct reclaim doing all the work before kswapd may run.
+    fn catch_up_kswapds(&mut self, until: SimTime) {
+        for n in 0..self.kswapd.len() {
+            if self.kswapd[n].awake {
+                self.run_kswapd(n, until);
+            }
+        }
     }
 
     /// `shrink_node` → `shrink_lruvec` with `SCAN_ANON`: scan up to `lru_size >> priority`
     /// of each anon list in `SWAP_CLUSTER_MAX` batches until `nr_to_reclaim` is met; the
     /// active list is aged only while the inactive list is low (`may_deactivate`); then
-    /// `shrink_active_list(SWAP_CLUSTER_MAX)` if the inactive list is still low.
+    /// `shrink_active_list(SWAP_CLUSTER_MAX)` if the inactive list is still low. In direct
+    /// reclaim, awake kswapds run up to the reclaimer's clock before each batch: they
+    /// scan the same lists concurrently, so a long direct reclaim shares the work with them.
     pub fn shrink_node(
         &mut self,
         n: usize,
@@ -252,7 +265,14 @@ impl Kernel {
         }
         // Direct reclaim at DEF_PRIORITY scans its whole target (proportional_reclaim).
         let proportional = who == Reclaimer::Direct && priority == DEF_PRIORITY;
+        let direct_clock = match who {
+            Reclaimer::Direct => self.direct_reclaim_clock,
+            Reclaimer::Kswapd => None,
+        };
         while nr_inactive > 0 {
+            if let Some(t) = direct_clock {
+                self.catch_up_kswapds(t + res.cost);
+            }
             if nr_active > 0 && may_deactivate {
                 let batch = nr_active.min(SWAP_CLUSTER_MAX);
                 nr_active -= batch;
