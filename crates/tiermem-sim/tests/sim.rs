@@ -55,7 +55,7 @@ fn workload_larger_than_fast_node_fills_it_to_the_low_watermark_and_spills() {
     sim.kernel.check_invariants().unwrap();
     // Each zone of node 0 (DMA and DMA32 on this small node) is taken down to its low
     // watermark plus its lowmem_reserve for user pages, not further.
-    for z in &sim.kernel.nodes[0].zones {
+    for z in &sim.kernel.nodes()[0].zones {
         let reserve = z.lowmem_reserve[tiermem_core::watermarks::ZONE_MOVABLE];
         assert!(
             z.free <= z.wmark.low + reserve + 1 && z.free > z.wmark.min,
@@ -70,11 +70,11 @@ fn workload_larger_than_fast_node_fills_it_to_the_low_watermark_and_spills() {
         "the rest spills to node 1"
     );
     assert_eq!(
-        sim.kernel.vmstat.total(Vm::Pageoutrun),
+        sim.kernel.vmstat().total(Vm::Pageoutrun),
         0,
         "kswapd is not woken by fallback allocations"
     );
-    assert!(sim.kernel.vmstat.total(Vm::NumaMiss) > 0);
+    assert!(sim.kernel.vmstat().total(Vm::NumaMiss) > 0);
 }
 
 #[test]
@@ -88,13 +88,13 @@ fn kswapd_keeps_free_pages_between_min_and_high_under_bind() {
     );
     let (sim, r) = run(&cfg);
     sim.kernel.check_invariants().unwrap();
-    let w = sim.kernel.nodes[0].wmark;
+    let w = sim.kernel.nodes()[0].wmark;
     assert!(
-        sim.kernel.vmstat.total(Vm::Pageoutrun) > 0,
+        sim.kernel.vmstat().total(Vm::Pageoutrun) > 0,
         "kswapd was woken"
     );
-    assert!(sim.kernel.vmstat.total(Vm::PgstealKswapd) > 0);
-    assert!(sim.kernel.vmstat.total(Vm::Pswpout) > 0);
+    assert!(sim.kernel.vmstat().total(Vm::PgstealKswapd) > 0);
+    assert!(sim.kernel.vmstat().total(Vm::Pswpout) > 0);
     assert!(r.summary.swap.zram_stored_bytes > 0);
     assert_eq!(
         r.summary.nodes[1].used_bytes, 0,
@@ -149,16 +149,17 @@ fn demotion_moves_cold_pages_down_instead_of_swapping() {
     );
     let (sim, r) = run(&cfg);
     sim.kernel.check_invariants().unwrap();
-    assert!(sim.kernel.vmstat.total(Vm::PgdemoteKswapd) > 0);
-    assert_eq!(sim.kernel.vmstat.total(Vm::Pswpout), 0);
+    assert!(sim.kernel.vmstat().total(Vm::PgdemoteKswapd) > 0);
+    assert_eq!(sim.kernel.vmstat().total(Vm::Pswpout), 0);
     assert!(r.summary.oom_killed.is_empty());
     assert!(
         r.summary.nodes[1].used_bytes > 30 << 20,
         "demoted pages live on node 1"
     );
     assert_eq!(
-        sim.kernel.vmstat.total(Vm::PgmigrateSuccess),
-        sim.kernel.vmstat.total(Vm::PgdemoteKswapd) + sim.kernel.vmstat.total(Vm::PgdemoteDirect)
+        sim.kernel.vmstat().total(Vm::PgmigrateSuccess),
+        sim.kernel.vmstat().total(Vm::PgdemoteKswapd)
+            + sim.kernel.vmstat().total(Vm::PgdemoteDirect)
     );
     // Without demotion the same run has nowhere to go.
     let mut off = cfg.clone();
@@ -176,7 +177,7 @@ fn no_space_anywhere_swaps_to_zram_then_ooms_without_it() {
     )));
     sim.kernel.check_invariants().unwrap();
     assert!(r.summary.oom_killed.is_empty());
-    assert!(sim.kernel.vmstat.total(Vm::Pswpout) > 0);
+    assert!(sim.kernel.vmstat().total(Vm::Pswpout) > 0);
     let (sim, r) = run(&config(&format!("duration = \"2s\"\n{big}")));
     sim.kernel.check_invariants().unwrap();
     assert_eq!(
@@ -184,7 +185,7 @@ fn no_space_anywhere_swaps_to_zram_then_ooms_without_it() {
         1,
         "without swap the process is OOM-killed"
     );
-    assert_eq!(sim.kernel.vmstat.total(Vm::OomKill), 1);
+    assert_eq!(sim.kernel.vmstat().total(Vm::OomKill), 1);
 }
 
 #[test]
@@ -195,10 +196,10 @@ fn swap_device_refaults_are_major_faults() {
     );
     let (sim, r) = run(&cfg);
     sim.kernel.check_invariants().unwrap();
-    assert!(sim.kernel.vmstat.total(Vm::Pswpin) > 0);
+    assert!(sim.kernel.vmstat().total(Vm::Pswpin) > 0);
     assert_eq!(
-        sim.kernel.vmstat.total(Vm::Pswpin),
-        sim.kernel.vmstat.total(Vm::Pgmajfault)
+        sim.kernel.vmstat().total(Vm::Pswpin),
+        sim.kernel.vmstat().total(Vm::Pgmajfault)
     );
     assert!(r.summary.swap.swap_used_bytes > 0);
 }
@@ -233,7 +234,7 @@ proptest! {
         let cfg = config(&text);
         let (sim, r) = run(&cfg);
         prop_assert!(sim.kernel.check_invariants().is_ok(), "{:?}", sim.kernel.check_invariants());
-        for n in &sim.kernel.nodes {
+        for n in sim.kernel.nodes() {
             prop_assert!(n.free <= n.present);
         }
         prop_assert!(r.summary.accesses > 0);

@@ -287,7 +287,7 @@ fn make_kdamonds(
     let bases = crate::mm::damon::node_bases(kernel);
     let node_range = |n: NodeId| tiermem_core::damon::AddrRange {
         start: bases[n.idx()],
-        end: bases[n.idx()] + kernel.nodes[n.idx()].present * PAGE_SIZE,
+        end: bases[n.idx()] + kernel.nodes()[n.idx()].present * PAGE_SIZE,
     };
     let mut kdamonds = Vec::new();
     if let Some(r) = cfg
@@ -319,7 +319,7 @@ fn make_kdamonds(
             let a = &nc.cfg.attrs;
             let snapshots = cfg.duration.ps() / 1_000_000 / a.aggr_us.max(1) + 1;
             let targets = k.procs.len().max(1) as u64;
-            kernel.budget.take(
+            kernel.budget_mut().take(
                 &format!("kernel.damon.contexts[{i}].record"),
                 &format!("the DAMON record of {} ({snapshots} snapshots)", nc.name),
                 tiermem_core::damon_record::estimated_bytes(
@@ -425,8 +425,8 @@ impl Simulation {
         let curves = topo.nodes.iter().map(|n| n.curve).collect();
         let budget = crate::mm::budget::Budget::from_limit(&topo);
         let mut kernel = Kernel::new(topo, cfg.kernel.clone(), mix_seed(cfg.seed, 0xFFFF, 1));
-        kernel.budget = budget;
-        let topo_copy = kernel.topo.clone();
+        *kernel.budget_mut() = budget;
+        let topo_copy = kernel.topo().clone();
         let specs = workload::build(cfg, &topo_copy, &mut kernel)?;
         if cfg
             .workloads
@@ -435,7 +435,7 @@ impl Simulation {
         {
             // A synthetic workload's placement happens before time 0, as the live runner's
             // does (its counters start at the end of population): so do the counters here.
-            kernel.vmstat = crate::vmstat::VmStat::new(nn);
+            kernel.reset_vmstat();
         }
         kernel.set_vmstat_thresholds();
         let (threads, groups) = make_threads(specs, cfg.seed, nn);
@@ -443,7 +443,7 @@ impl Simulation {
             let tid = kernel.numa_register_task(th.proc, th.cpu_node, SimTime(th.clock));
             debug_assert_eq!(tid, i);
         }
-        let mut proc_workload = vec![usize::MAX; kernel.procs.len()];
+        let mut proc_workload = vec![usize::MAX; kernel.procs().len()];
         for th in &threads {
             proc_workload[th.proc as usize] = th.spec_workload;
         }
@@ -484,7 +484,7 @@ impl Simulation {
     }
 
     fn update_latency_table(&mut self, ti: usize) {
-        let topo = &self.kernel.topo;
+        let topo = self.kernel.topo();
         let th = &mut self.threads[ti];
         for n in 0..topo.nr_nodes() {
             let f = self.timing.factor[n];
@@ -513,7 +513,7 @@ impl Simulation {
         let mut last_progress = 0u64;
         while self.now < end {
             let stop = (self.now + tick).min(end);
-            if !self.kernel.pending_mbinds.is_empty() {
+            if self.kernel.has_pending_mbinds() {
                 self.run_due_mbinds();
             }
             self.run_window(stop)?;
@@ -577,8 +577,8 @@ impl Simulation {
                 }
             }
             // Kernel threads catch up.
-            for n in 0..self.kernel.nodes.len() {
-                if self.kernel.kswapd[n].awake {
+            for n in 0..self.kernel.nodes().len() {
+                if self.kernel.kswapd_awake(n) {
                     self.kernel.run_kswapd(n, SimTime(stop));
                 }
             }
@@ -650,8 +650,8 @@ impl Simulation {
 
     /// A process whose threads have all finished exits and frees its memory.
     fn reap_exited(&mut self) {
-        for p in 0..self.kernel.procs.len() {
-            if self.kernel.procs[p].alive
+        for p in 0..self.kernel.procs().len() {
+            if self.kernel.procs()[p].alive
                 && self
                     .threads
                     .iter()
@@ -675,7 +675,7 @@ impl Simulation {
         const FAULT_MASK: [u64; NR_KINDS] = [R, WP, WP, R, R, WP, WP, R];
         loop {
             let th = &mut self.threads[ti];
-            if !self.kernel.procs[th.proc as usize].alive {
+            if !self.kernel.procs()[th.proc as usize].alive {
                 th.state = ThreadState::Done;
                 return Ok(());
             }
@@ -722,7 +722,7 @@ impl Simulation {
                 return Ok(());
             }
             // The hot path.
-            let ptes = &mut self.kernel.procs[th.proc as usize].ptes;
+            let ptes = &mut self.kernel.ptes_mut(th.proc);
             let mut clock = th.clock;
             let start_clock = clock;
             let mut i = th.cursor;
@@ -794,7 +794,7 @@ impl Simulation {
     fn access_fault(&mut self, ti: usize, a: Access, clock: u64) -> bool {
         let th = &self.threads[ti];
         let (proc, cpu) = (th.proc, th.cpu_node);
-        let pte = self.kernel.procs[proc as usize].ptes[a.idx as usize];
+        let pte = self.kernel.procs()[proc as usize].ptes[a.idx as usize];
         // Only a write-protected page lets a read-modify-write's load through; any
         // other fault is the load's (the store retries and may fault again).
         let write = a.kind & 3 != 0 && !(th.gen.stores_load_first() && pte & PTE_RDONLY == 0);
@@ -824,7 +824,7 @@ impl Simulation {
             Ok(cost) => {
                 // The page fill: 64 streaming stores to the new page's node (none
                 // when a load mapped the shared zero page).
-                let new = self.kernel.procs[proc as usize].ptes[a.idx as usize];
+                let new = self.kernel.procs()[proc as usize].ptes[a.idx as usize];
                 let th = &mut self.threads[ti];
                 let mut fill = 0;
                 if new & PTE_ZERO == 0 {
@@ -847,7 +847,7 @@ impl Simulation {
 
     /// Close a timing window: account traffic, solve the next window's latencies.
     fn end_window(&mut self, window_ps: u64) {
-        let nn = self.kernel.nodes.len();
+        let nn = self.kernel.nodes().len();
         let mut mixes = Vec::with_capacity(self.threads.len());
         for th in &mut self.threads {
             let mut mix = ThreadMix {
@@ -872,7 +872,7 @@ impl Simulation {
                     self.sample_read[n] += r;
                     self.sample_write[n] += w;
                     th.bytes += r + w;
-                    let node = &self.kernel.topo.nodes[n];
+                    let node = &self.kernel.topo().nodes[n];
                     let l0 = if kind & 3 != 0 {
                         node.write_latency
                     } else {
@@ -891,7 +891,7 @@ impl Simulation {
             mixes.push(mix);
         }
         for n in 0..nn {
-            let (r, w) = self.kernel.kernel_traffic[n];
+            let (r, w) = self.kernel.kernel_traffic()[n];
             self.node_read_bytes[n] += r;
             self.node_write_bytes[n] += w;
             self.sample_read[n] += r;
@@ -899,11 +899,8 @@ impl Simulation {
             self.node_lat_time[n] += self.timing.factor[n] * window_ps as f64;
         }
         self.timing
-            .solve(&mixes, &self.kernel.kernel_traffic, window_ps as f64);
-        self.kernel
-            .kernel_traffic
-            .iter_mut()
-            .for_each(|x| *x = (0, 0));
+            .solve(&mixes, self.kernel.kernel_traffic(), window_ps as f64);
+        self.kernel.clear_kernel_traffic();
         for t in 0..self.threads.len() {
             self.update_latency_table(t);
         }
@@ -936,7 +933,7 @@ impl Simulation {
     /// the thread's own random stream, so runs stay reproducible), calling
     /// `task_tick_numa` with the thread's runtime as `task_tick_fair` would.
     fn wake_waiting_thread(&mut self, ti: usize, now: SimTime) {
-        let wake_ps = self.kernel.cfg.costs.task_wakeup.ps();
+        let wake_ps = self.kernel.config().costs.task_wakeup.ps();
         // P(hit) as a 64-bit threshold: wake / tick (a wake longer than a tick always hits).
         let tick_ps = crate::mm::TICK_NS * 1000;
         let threshold = if wake_ps >= tick_ps {
@@ -949,7 +946,7 @@ impl Simulation {
             let Some((every, next)) = th.wake else {
                 return;
             };
-            if next > now.ps() || !self.kernel.procs[th.proc as usize].alive {
+            if next > now.ps() || !self.kernel.procs()[th.proc as usize].alive {
                 return;
             }
             th.wake = Some((every, next + every));
@@ -968,13 +965,12 @@ impl Simulation {
         let prev_t = self.rows.last().map_or(0.0, |r| r.time_s);
         let t = SimTime(self.now).secs_f64();
         let dt = (t - prev_t).max(1e-12);
-        let nodes = (0..self.kernel.nodes.len())
+        let nodes = (0..self.kernel.nodes().len())
             .map(|n| {
-                let node = &self.kernel.nodes[n];
-                let lat = self.kernel.topo.nodes[n].read_latency.ns_f64() * self.timing.factor[n];
-                let tiering =
-                    self.kernel.numa_balancing & crate::mm::NUMA_BALANCING_MEMORY_TIERING != 0;
-                let th = if tiering && self.kernel.topo.is_toptier(NodeId(n as u8)) {
+                let node = &self.kernel.nodes()[n];
+                let lat = self.kernel.topo().nodes[n].read_latency.ns_f64() * self.timing.factor[n];
+                let tiering = self.kernel.memory_tiering();
+                let th = if tiering && self.kernel.topo().is_toptier(NodeId(n as u8)) {
                     self.kernel.effective_hot_threshold(n)
                 } else {
                     0
@@ -991,9 +987,9 @@ impl Simulation {
             .collect();
         let vmstat = Vm::ALL
             .iter()
-            .map(|&v| self.kernel.vmstat.total(v))
+            .map(|&v| self.kernel.vmstat().total(v))
             .collect();
-        let used: u64 = self.kernel.nodes.iter().map(|n| n.present - n.free).sum();
+        let used: u64 = self.kernel.nodes().iter().map(|n| n.present - n.free).sum();
         self.memused_sum.0 += used as u128;
         self.memused_sum.1 += 1;
         let mean_lat = if self.sample_lat.1 > 0 {
@@ -1026,7 +1022,7 @@ impl Simulation {
     }
 
     fn timeline_csv(&self) -> String {
-        let nn = self.kernel.nodes.len();
+        let nn = self.kernel.nodes().len();
         let mut header = tiermem_core::timeline::base_columns(nn);
         header.extend(self.extra.names().iter().cloned());
         let mut s = header.join(",");
@@ -1077,10 +1073,10 @@ impl Simulation {
         let accesses: u64 = self.threads.iter().map(|t| t.accesses).sum();
         let lines: u64 = self.threads.iter().map(|t| t.lines).sum();
         let lat: u128 = self.threads.iter().map(|t| t.lat_sum).sum();
-        let topo = &self.kernel.topo;
+        let topo = self.kernel.topo();
         let nodes = (0..topo.nr_nodes())
             .map(|n| {
-                let node = &self.kernel.nodes[n];
+                let node = &self.kernel.nodes()[n];
                 let tn = &topo.nodes[n];
                 NodeSummary {
                     id: n as u8,
@@ -1104,7 +1100,7 @@ impl Simulation {
             })
             .collect();
         let (swap_pages, zram_pages) = self.kernel.swapped_pages();
-        let vmstat = self.kernel.vmstat.snapshot();
+        let vmstat = self.kernel.vmstat().snapshot();
         let mbps = |names: &[&str]| {
             let pages: u64 = names.iter().filter_map(|n| vmstat.get(*n)).sum();
             (pages * PAGE_SIZE) as f64 / sim_secs / 1e6
@@ -1128,19 +1124,14 @@ impl Simulation {
                 zram_stored_bytes: zram_pages * PAGE_SIZE,
                 zram_pool_bytes: self.kernel.zram_pool_bytes(),
             },
-            kswapd_cpu_seconds: self
-                .kernel
-                .kswapd
-                .iter()
-                .map(|k| k.cpu_time.secs_f64())
-                .sum(),
+            kswapd_cpu_seconds: self.kernel.kswapd_cpu_seconds(),
             promote_mbps,
             demote_mbps,
             oom_killed: self
                 .kernel
-                .oom_victims
+                .oom_victims()
                 .iter()
-                .map(|&p| self.kernel.procs[p as usize].name.clone())
+                .map(|&p| self.kernel.procs()[p as usize].name.clone())
                 .collect(),
             vmstat,
             workloads,

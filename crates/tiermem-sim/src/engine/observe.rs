@@ -69,13 +69,15 @@ impl ExtraColumns {
                         .map_or(0, |h| h.1.get(node).copied().unwrap_or(0))
                 }
                 ExtraColumn::ScanSeq { workload } => proc_of(workload)
-                    .and_then(|p| kernel.numa.mm.get(p as usize))
-                    .map_or(0, |m| m.scan_seq as u64),
+                    .and_then(|p| kernel.numa_scan_seq(p))
+                    .unwrap_or(0),
                 ExtraColumn::Accesses { workload } => accesses.get(workload).copied().unwrap_or(0),
-                ExtraColumn::ZoneFree { node, zone } => kernel.nodes.get(node).map_or(0, |n| {
+                ExtraColumn::ZoneFree { node, zone } => kernel.nodes().get(node).map_or(0, |n| {
                     n.zones.iter().find(|z| z.idx == zone).map_or(0, |z| z.free)
                 }),
-                ExtraColumn::Pagesets { node } => kernel.nodes.get(node).map_or(0, |n| n.pagesets),
+                ExtraColumn::Pagesets { node } => {
+                    kernel.nodes().get(node).map_or(0, |n| n.pagesets)
+                }
                 ExtraColumn::Tiering(stat) => tiering.and_then(|t| t.get(stat)).unwrap_or(0),
                 ExtraColumn::DamonReclaim(stat) => reclaim
                     .and_then(|k| k.ctx.schemes.first())
@@ -112,8 +114,8 @@ fn context_scheme_stat(
 /// Present pages of one VMA per node (KSM pages count on the node of their KSM page, as
 /// `numa_maps` does).
 fn region_nodes(kernel: &Kernel, proc: u16, vma: usize) -> Vec<u64> {
-    let mut h = vec![0u64; kernel.nodes.len()];
-    let p = &kernel.procs[proc as usize];
+    let mut h = vec![0u64; kernel.nodes().len()];
+    let p = &kernel.procs()[proc as usize];
     let Some(v) = p.vmas.get(vma) else {
         return h;
     };

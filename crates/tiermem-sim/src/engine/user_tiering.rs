@@ -13,7 +13,6 @@
 //! traffic is, as the kernel's.
 
 use crate::mm::damon::Kdamond;
-use crate::mm::mem::*;
 use crate::mm::Kernel;
 use std::collections::BTreeMap;
 use tiermem_core::config::SimConfig;
@@ -22,62 +21,6 @@ use tiermem_core::units::NodeId;
 use tiermem_policy::tiering::{
     Controller, ControllerParams, ControllerStats, MemoryOps, OpsError, PAGE_SIZE,
 };
-
-/// `errno` values `move_pages(2)` reports per page.
-const ENOENT: i32 = 2;
-const EFAULT: i32 = 14;
-const ENOMEM: i32 = 12;
-
-impl Kernel {
-    /// `move_pages(2)` on process `p`: with `node`, migrate each page to it (`MPOL_MF_MOVE`,
-    /// the target allocated with `__GFP_THISNODE` down to its min watermark); without,
-    /// only report. Statuses, one per address: the page's node, or `-ENOENT` (not present:
-    /// never touched, swapped out), `-EFAULT` (no VMA, or the shared zero page, which
-    /// `follow_page(FOLL_DUMP)` refuses), `-ENOMEM` (the target has no free page).
-    pub fn move_pages(&mut self, p: u16, addrs: &[usize], node: Option<usize>) -> Vec<i32> {
-        addrs
-            .iter()
-            .map(|&a| {
-                let Some(idx) = self.pte_index(p, a as u64) else {
-                    return -EFAULT;
-                };
-                let pte = self.procs[p as usize].ptes[idx as usize];
-                if pte & PTE_PRESENT == 0 {
-                    return -ENOENT;
-                }
-                if !pte_maps_frame(pte) {
-                    return -EFAULT;
-                }
-                let src = pte_node(pte);
-                match node {
-                    Some(dst) if dst != src => self.move_page(src, pte_pfn(pte), dst),
-                    _ => src as i32,
-                }
-            })
-            .collect()
-    }
-
-    /// The page-table index of address `addr` of process `p` (the VMA holding it).
-    pub(crate) fn pte_index(&self, p: u16, addr: u64) -> Option<u32> {
-        self.procs[p as usize]
-            .vmas
-            .iter()
-            .find(|v| addr >= v.start && addr < v.start + v.pages as u64 * PAGE_SIZE)
-            .map(|v| v.pte_base + ((addr - v.start) / PAGE_SIZE) as u32)
-    }
-
-    /// Migrate one mapped frame to node `dst` (`migrate_pages` with `MR_SYSCALL`).
-    fn move_page(&mut self, src: usize, pfn: u32, dst: usize) -> i32 {
-        let Some(zone) =
-            self.nodes[dst].zone_above(|w| w.min, tiermem_core::watermarks::ZONE_MOVABLE)
-        else {
-            self.vmstat.inc(src, crate::vmstat::Vm::PgmigrateFail);
-            return -ENOMEM;
-        };
-        self.isolate_and_migrate(src, pfn, (dst, zone));
-        dst as i32
-    }
-}
 
 /// [`MemoryOps`] over the simulated kernel; a "pid" is a process index.
 struct SimMemory<'a> {
@@ -94,12 +37,12 @@ impl MemoryOps for SimMemory<'_> {
         Ok(self.kernel.move_pages(p, pages, Some(node as usize)))
     }
     fn free_bytes(&mut self, node: u32) -> u64 {
-        self.kernel.nodes[node as usize].free * PAGE_SIZE
+        self.kernel.nodes()[node as usize].free * PAGE_SIZE
     }
     /// The high (or, in a 6.1+ kernel, promo) watermarks summed over the node's zones, as
     /// the agent reads them from `/proc/zoneinfo`.
     fn high_wmark_bytes(&mut self, node: u32) -> u64 {
-        self.kernel.nodes[node as usize]
+        self.kernel.nodes()[node as usize]
             .zones
             .iter()
             .map(|z| z.wmark.high.max(z.wmark.promo))
@@ -112,7 +55,7 @@ impl SimMemory<'_> {
     fn proc_of(&self, pid: i32) -> Result<u16, OpsError> {
         u16::try_from(pid)
             .ok()
-            .filter(|&p| self.kernel.procs.get(p as usize).is_some_and(|x| x.alive))
+            .filter(|&p| self.kernel.procs().get(p as usize).is_some_and(|x| x.alive))
             .ok_or_else(|| OpsError(format!("no process {pid} (ESRCH)")))
     }
 }
@@ -141,7 +84,7 @@ impl UserTiering {
         let Some(t) = &cfg.tiering else {
             return Ok(None);
         };
-        let topo = &kernel.topo;
+        let topo = kernel.topo();
         let nodes: Vec<u32> = (0..topo.nr_nodes() as u32).collect();
         let fast: Vec<u32> = if t.fast_nodes.is_empty() {
             nodes
@@ -222,7 +165,7 @@ impl UserTiering {
             for &k in &self.kdamonds {
                 let kd = &kdamonds[k];
                 for (ti, &p) in kd.procs.iter().enumerate() {
-                    if !kernel.procs[p as usize].alive {
+                    if !kernel.procs()[p as usize].alive {
                         continue;
                     }
                     let regions = kd.ctx.targets.get(ti).map_or(Vec::new(), |rs| {

@@ -664,3 +664,101 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 100 ms DAMON_RECLAIM run on one 1 GiB node: enough for pages to be resident.
+    const RECLAIM: &str = r#"
+        seed = 3
+        duration = "100ms"
+        [machine]
+        name = "vm"
+        [[machine.nodes]]
+        id = 0
+        cpus = 4
+        capacity = "1GiB"
+        kind = "dram"
+        read_latency = "85ns"
+        read_bandwidth = "50GB/s"
+        write_bandwidth = "42GB/s"
+        [kernel.zram]
+        capacity = "512MiB"
+        [kernel.damon.reclaim]
+        enabled = true
+        min_age_us = 500000
+        quota_ms = 50
+        quota_sz = 0
+        use_watermarks = false
+        [[workloads]]
+        type = "parsec"
+        shape = "grow_then_cold"
+        rss = "64MiB"
+        cold_frac = 0.9
+        runtime = "5s"
+        hot_window = "500ms"
+        cpu_per_access = "400ns"
+    "#;
+
+    #[test]
+    fn damon_mkold_leaves_the_reference_for_reclaim() {
+        use crate::mm::Reclaimer;
+        use tiermem_damon::DamonOps;
+        let cfg = tiermem_core::config::SimConfig::from_toml_str(RECLAIM, "test.toml").unwrap();
+        let mut s = crate::engine::Simulation::new(&cfg).unwrap();
+        s.run(&mut |_| {}).unwrap();
+        let bases = node_bases(&s.kernel);
+        let costs = Default::default();
+        // A resident page whose PTE is young.
+        let ptes = &s.kernel.procs()[0].ptes;
+        let idx = ptes.iter().position(|&e| e & PTE_PRESENT != 0).unwrap();
+        let pfn = pte_pfn(ptes[idx]);
+        s.kernel.procs[0].ptes[idx] |= PTE_ACCESSED;
+        let mut ops = SimOps {
+            kernel: &mut s.kernel,
+            kind: tiermem_core::damon::OpsKind::Paddr,
+            procs: &[],
+            ranges: &[],
+            bases: &bases,
+            proc_workload: &[0],
+            costs: &costs,
+            now: tiermem_core::units::SimTime::ZERO,
+        };
+        let addr = bases[0] + ops.kernel.nodes()[0].phys_of_frame(pfn) * PAGE_SIZE;
+        assert!(
+            ops.check_access(0, addr),
+            "never idle-marked: counts as accessed"
+        );
+        ops.prepare_access_check(0, addr);
+        assert!(!ops.check_access(0, addr), "made old, not accessed since");
+        let f = s.kernel.nodes()[0].frames[pfn as usize];
+        assert_eq!(
+            s.kernel.procs()[0].ptes[idx] & PTE_ACCESSED,
+            0,
+            "DAMON cleared the PTE"
+        );
+        assert!(f.flags & F_YOUNG != 0 && f.flags & F_IDLE != 0);
+        // Reclaim scanning the whole node still sees the page referenced: it stays resident.
+        let node = &mut s.kernel.nodes[0];
+        node.lru_del(pfn);
+        node.lru_add(Lru::InactiveAnon, pfn);
+        s.kernel.shrink_node(0, u64::MAX, 0, Reclaimer::Kswapd);
+        assert_ne!(
+            s.kernel.procs()[0].ptes[idx] & PTE_PRESENT,
+            0,
+            "the young flag kept the page from being reclaimed"
+        );
+        let f = s.kernel.nodes()[0].frames[pfn as usize];
+        assert_eq!(
+            f.flags & F_YOUNG,
+            0,
+            "folio_referenced consumed the young flag"
+        );
+        assert_eq!(
+            f.flags & F_IDLE,
+            0,
+            "a reference clears PG_idle, so DAMON sees the access"
+        );
+    }
+}

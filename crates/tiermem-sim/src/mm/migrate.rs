@@ -1,5 +1,6 @@
 //! Page migration (`migrate_pages` for one order-0 anonymous folio): allocate on the
-//! target, copy, remap, free the source.
+//! target, copy, remap, free the source; and `move_pages(2)`, which migrates named pages
+//! of a process (the user-space tiering controller's tool).
 
 use super::*;
 
@@ -60,5 +61,61 @@ impl Kernel {
         self.kernel_traffic[src].0 += PAGE_SIZE;
         self.kernel_traffic[dst].1 += PAGE_SIZE;
         new_pfn
+    }
+}
+
+/// `errno` values `move_pages(2)` reports per page.
+const ENOENT: i32 = 2;
+const EFAULT: i32 = 14;
+const ENOMEM: i32 = 12;
+
+impl Kernel {
+    /// `move_pages(2)` on process `p`: with `node`, migrate each page to it (`MPOL_MF_MOVE`,
+    /// the target allocated with `__GFP_THISNODE` down to its min watermark); without,
+    /// only report. Statuses, one per address: the page's node, or `-ENOENT` (not present:
+    /// never touched, swapped out), `-EFAULT` (no VMA, or the shared zero page, which
+    /// `follow_page(FOLL_DUMP)` refuses), `-ENOMEM` (the target has no free page).
+    pub fn move_pages(&mut self, p: u16, addrs: &[usize], node: Option<usize>) -> Vec<i32> {
+        addrs
+            .iter()
+            .map(|&a| {
+                let Some(idx) = self.pte_index(p, a as u64) else {
+                    return -EFAULT;
+                };
+                let pte = self.procs[p as usize].ptes[idx as usize];
+                if pte & PTE_PRESENT == 0 {
+                    return -ENOENT;
+                }
+                if !pte_maps_frame(pte) {
+                    return -EFAULT;
+                }
+                let src = pte_node(pte);
+                match node {
+                    Some(dst) if dst != src => self.move_page(src, pte_pfn(pte), dst),
+                    _ => src as i32,
+                }
+            })
+            .collect()
+    }
+
+    /// The page-table index of address `addr` of process `p` (the VMA holding it).
+    pub(crate) fn pte_index(&self, p: u16, addr: u64) -> Option<u32> {
+        self.procs[p as usize]
+            .vmas
+            .iter()
+            .find(|v| addr >= v.start && addr < v.start + v.pages as u64 * PAGE_SIZE)
+            .map(|v| v.pte_base + ((addr - v.start) / PAGE_SIZE) as u32)
+    }
+
+    /// Migrate one mapped frame to node `dst` (`migrate_pages` with `MR_SYSCALL`).
+    fn move_page(&mut self, src: usize, pfn: u32, dst: usize) -> i32 {
+        let Some(zone) =
+            self.nodes[dst].zone_above(|w| w.min, tiermem_core::watermarks::ZONE_MOVABLE)
+        else {
+            self.vmstat.inc(src, Vm::PgmigrateFail);
+            return -ENOMEM;
+        };
+        self.isolate_and_migrate(src, pfn, (dst, zone));
+        dst as i32
     }
 }

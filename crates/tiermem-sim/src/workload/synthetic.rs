@@ -190,7 +190,7 @@ fn region_samplers(
 ) -> Vec<Option<(u32, PageSampler)>> {
     s.regions
         .iter()
-        .zip(&kernel.procs[proc as usize].vmas)
+        .zip(&kernel.procs()[proc as usize].vmas)
         .map(|(r, v)| {
             r.pattern()
                 .map(|p| (v.pte_base, PageSampler::new(p, r.pages())))
@@ -254,7 +254,7 @@ fn image_touches(
     kernel: &Kernel,
     k: usize,
 ) -> Vec<u32> {
-    let base = |i: usize| kernel.procs[proc as usize].vmas[first + i].pte_base;
+    let base = |i: usize| kernel.procs()[proc as usize].vmas[first + i].pte_base;
     let stack_top = image
         .iter()
         .enumerate()
@@ -276,7 +276,7 @@ fn populate_image(
 ) -> SimDuration {
     let mut cpu_time = SimDuration::ZERO;
     for (k, v) in image.iter().enumerate() {
-        let base = kernel.procs[proc as usize].vmas[first + k].pte_base;
+        let base = kernel.procs()[proc as usize].vmas[first + k].pte_base;
         for idx in base..base + v.present.min(v.pages) {
             match kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO) {
                 Ok(c) => cpu_time += c,
@@ -300,7 +300,7 @@ fn place_regions(
     let mut cpu_time = SimDuration::ZERO;
     for (j, r) in s.regions.iter().enumerate() {
         let (base, pages) = {
-            let v = &kernel.procs[proc as usize].vmas[j];
+            let v = &kernel.procs()[proc as usize].vmas[j];
             (v.pte_base, v.pages)
         };
         if r.populate {
@@ -330,7 +330,7 @@ fn place_regions(
         }
     }
     for (j, r) in s.regions.iter().enumerate() {
-        kernel.procs[proc as usize].vmas[j].policy = r.mbind.clone();
+        kernel.set_vma_policy(proc, j, r.mbind.clone());
         if r.ksm.is_some() {
             if let Err(e) = kernel.ksm_madvise_mergeable(proc, j) {
                 tracing::warn!(%e, region = %r.name, "MADV_MERGEABLE failed");

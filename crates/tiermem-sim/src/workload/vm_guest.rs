@@ -157,7 +157,7 @@ pub fn guest_nodes(g: &VmGuestConfig, topo: &Topology) -> Vec<NodeId> {
 /// `-mem-prealloc`): stores, so each page is allocated with the content set above rather
 /// than mapped to the zero page as a load of an untouched page would be.
 fn prealloc_image(kernel: &mut Kernel, proc: u16, node: NodeId, pages: u32) {
-    let base = kernel.procs[proc as usize].vmas[0].pte_base;
+    let base = kernel.procs()[proc as usize].vmas[0].pte_base;
     for idx in base..base + pages {
         if let Err(e) = kernel.handle_fault(proc, idx, true, node, SimTime::ZERO) {
             tracing::warn!(?e, proc, "writing the guest's memory image failed");
