@@ -115,36 +115,7 @@ fn access_checks_per_sample_never_exceed_max_nr_regions_whatever_the_memory_size
     }
 }
 
-const RECLAIM: &str = r#"
-    seed = 3
-    duration = "6s"
-    [machine]
-    name = "vm"
-    [[machine.nodes]]
-    id = 0
-    cpus = 4
-    capacity = "1GiB"
-    kind = "dram"
-    read_latency = "85ns"
-    read_bandwidth = "50GB/s"
-    write_bandwidth = "42GB/s"
-    [kernel.zram]
-    capacity = "512MiB"
-    [kernel.damon.reclaim]
-    enabled = true
-    min_age_us = 500000
-    quota_ms = 50
-    quota_sz = 0
-    use_watermarks = false
-    [[workloads]]
-    type = "parsec"
-    shape = "grow_then_cold"
-    rss = "64MiB"
-    cold_frac = 0.9
-    runtime = "5s"
-    hot_window = "500ms"
-    cpu_per_access = "400ns"
-"#;
+const RECLAIM: &str = include_str!("data/damon-reclaim.toml");
 
 #[test]
 fn damon_reclaim_pages_out_cold_memory_and_reports_module_stats() {

@@ -669,43 +669,18 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
 mod tests {
     use super::*;
 
-    /// A 100 ms DAMON_RECLAIM run on one 1 GiB node: enough for pages to be resident.
-    const RECLAIM: &str = r#"
-        seed = 3
-        duration = "100ms"
-        [machine]
-        name = "vm"
-        [[machine.nodes]]
-        id = 0
-        cpus = 4
-        capacity = "1GiB"
-        kind = "dram"
-        read_latency = "85ns"
-        read_bandwidth = "50GB/s"
-        write_bandwidth = "42GB/s"
-        [kernel.zram]
-        capacity = "512MiB"
-        [kernel.damon.reclaim]
-        enabled = true
-        min_age_us = 500000
-        quota_ms = 50
-        quota_sz = 0
-        use_watermarks = false
-        [[workloads]]
-        type = "parsec"
-        shape = "grow_then_cold"
-        rss = "64MiB"
-        cold_frac = 0.9
-        runtime = "5s"
-        hot_window = "500ms"
-        cpu_per_access = "400ns"
-    "#;
+    /// tests/damon.rs's DAMON_RECLAIM run, cut to 100 ms: enough for pages to be resident.
+    fn reclaim_100ms() -> String {
+        include_str!("../../tests/data/damon-reclaim.toml")
+            .replace("duration = \"6s\"", "duration = \"100ms\"")
+    }
 
     #[test]
     fn damon_mkold_leaves_the_reference_for_reclaim() {
         use crate::mm::Reclaimer;
         use tiermem_damon::DamonOps;
-        let cfg = tiermem_core::config::SimConfig::from_toml_str(RECLAIM, "test.toml").unwrap();
+        let cfg =
+            tiermem_core::config::SimConfig::from_toml_str(&reclaim_100ms(), "test.toml").unwrap();
         let mut s = crate::engine::Simulation::new(&cfg).unwrap();
         s.run(&mut |_| {}).unwrap();
         let bases = node_bases(&s.kernel);
