@@ -25,6 +25,23 @@ fn lackey_text() -> String {
     t
 }
 
+/// `lackey_text()` imported with `tiermem trace import` into `dir/t.tmt`; the trace's
+/// path and what the import printed.
+fn imported_lackey(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    let txt = dir.join("lackey.txt");
+    std::fs::write(&txt, lackey_text()).unwrap();
+    let tmt = dir.join("t.tmt");
+    let out = ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "lackey",
+        s(&txt),
+        s(&tmt),
+    ]));
+    (tmt, out)
+}
+
 fn replay_config(trace: &Path, numa_balancing: u32, extra: &str) -> String {
     format!(
         "duration = \"3s\"\n\
@@ -45,17 +62,7 @@ fn toml_str(v: &str) -> String {
 #[test]
 fn import_info_replay_keep_access_counts() {
     let d = tempfile::tempdir().unwrap();
-    let txt = d.path().join("lackey.txt");
-    std::fs::write(&txt, lackey_text()).unwrap();
-    let tmt = d.path().join("t.tmt");
-    let out = ok(&tiermem(&[
-        "trace",
-        "import",
-        "--format",
-        "lackey",
-        s(&txt),
-        s(&tmt),
-    ]));
+    let (tmt, out) = imported_lackey(d.path());
     assert!(out.contains("-> 2000 accesses"), "{out}");
     let info = json(&ok(&tiermem(&["trace", "info", "--json", s(&tmt)])));
     assert_eq!(info["accesses"], 2000);
@@ -103,17 +110,7 @@ fn import_info_replay_keep_access_counts() {
 #[test]
 fn heatmap_writes_the_matrix() {
     let d = tempfile::tempdir().unwrap();
-    let txt = d.path().join("lackey.txt");
-    std::fs::write(&txt, lackey_text()).unwrap();
-    let tmt = d.path().join("t.tmt");
-    ok(&tiermem(&[
-        "trace",
-        "import",
-        "--format",
-        "lackey",
-        s(&txt),
-        s(&tmt),
-    ]));
+    let (tmt, _) = imported_lackey(d.path());
     let hm_dir = d.path().join("hm");
     ok(&tiermem(&[
         "trace",
@@ -304,17 +301,7 @@ fn record_hashsort_under_valgrind_and_replay_with_and_without_tiering() {
 #[test]
 fn corrupt_or_empty_traces_fail_the_replay() {
     let d = tempfile::tempdir().unwrap();
-    let txt = d.path().join("lackey.txt");
-    std::fs::write(&txt, lackey_text()).unwrap();
-    let tmt = d.path().join("t.tmt");
-    ok(&tiermem(&[
-        "trace",
-        "import",
-        "--format",
-        "lackey",
-        s(&txt),
-        s(&tmt),
-    ]));
+    let (tmt, _) = imported_lackey(d.path());
     // Flip bytes in the middle of the first chunk (its zstd frame has a checksum).
     let mut bytes = std::fs::read(&tmt).unwrap();
     let mid = bytes.len() / 3;
