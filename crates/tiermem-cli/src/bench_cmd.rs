@@ -20,10 +20,66 @@ pub struct BenchArgs {
     /// Replay this trace (looped) instead of running pmbench.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Run the seed-001 job at full size instead (lkp's pmbench-dcpmm job A: 8 processes of
+    /// 13 824 MiB on the 2-socket DRAM + Optane preset, memory tiering, kernel defaults) for
+    /// `--duration` simulated seconds, and print simulated seconds per wall second.
+    #[arg(long, conflicts_with_all = ["size", "tiering", "trace"])]
+    pub seed_001: bool,
 }
 
 pub fn run(a: BenchArgs) -> Result<(), Failure> {
+    if a.seed_001 {
+        return bench_seed_001(a.duration);
+    }
     cmd_bench(&a.size, a.duration, a.tiering, a.trace.as_deref())
+}
+
+/// The seed-001 job at the paper's sizes (experiments/seed-001-base.toml without its
+/// 1/32 `model_scale`): how many simulated seconds a wall second buys, and what one
+/// simulated hour and lkp's 900 s run would take (issue 19's yardstick for full size).
+fn bench_seed_001(duration: f64) -> Result<(), Failure> {
+    if !(duration > 0.0 && duration <= 3600.0) {
+        return Err(input("--duration: seconds within (0, 3600]"));
+    }
+    let text = format!(
+        "duration = \"{duration}s\"\nseed = 1\n[machine]\npreset = \"dram-pmem-2s\"\n\
+         [kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n\
+         [[workloads]]\ntype = \"pmbench\"\nname = \"pmbench\"\nprocesses = 8\nmapsize = \"13824MiB\"\n\
+         pattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\ncpu_nodes = [0, 1]\n"
+    );
+    let cfg = SimConfig::from_toml_str(&text, "<bench --seed-001>").map_err(input)?;
+    let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
+    let mut samples: Vec<(f64, f64)> = Vec::new();
+    let (res, wall) = run_with_progress(&mut sim, "seed-001 full size", |wall_s, p| {
+        samples.push((wall_s, p.sim_seconds))
+    })?;
+    // Steady state: the second half of the simulated time (population of the 108 GiB of
+    // processes comes first and goes faster).
+    let half = samples
+        .iter()
+        .position(|s| s.1 >= duration / 2.0)
+        .unwrap_or(0);
+    let (w0, s0) = samples.get(half).copied().unwrap_or((0.0, 0.0));
+    let per_wall = (duration - s0) / (wall - w0).max(1e-9);
+    println!(
+        "bench: the seed-001 job at full size (8 x 13824 MiB pmbench normal_ih, dram-pmem-2s, tiering), {duration} simulated s, access engine"
+    );
+    println!("  wall time                         {wall:.2} s");
+    println!(
+        "  simulated accesses                {} ({:.2} M per wall second)",
+        res.summary.accesses,
+        res.summary.accesses as f64 / wall.max(1e-9) / 1e6
+    );
+    println!(
+        "  simulated seconds per wall second {:.3} (all), {per_wall:.3} (second half, steady)",
+        duration / wall.max(1e-9)
+    );
+    println!(
+        "  one simulated hour                {:.0} min of wall time; lkp's 900 s run {:.0} min (steady)",
+        3600.0 / per_wall / 60.0,
+        900.0 / per_wall / 60.0
+    );
+    Ok(())
 }
 
 /// A memory figure of this process from `/proc/self/status` (`VmHWM`, `VmRSS`), in bytes.

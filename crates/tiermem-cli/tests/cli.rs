@@ -93,6 +93,13 @@ fn syntax_errors_and_missing_files_are_exit_2() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+    for args in [
+        &["bench", "--seed-001", "--size", "1GiB"][..],
+        &["bench", "--seed-001", "--duration", "0"][..],
+    ] {
+        let o = Command::new(bin()).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
     // A mistyped log filter is refused, not replaced by a default.
     let o = Command::new(bin())
         .args(["--log", "tiermem_agent=verbose", "presets"])
@@ -532,4 +539,21 @@ fn the_daemonset_restores_first_and_keeps_its_state_on_the_host() {
     ] {
         assert!(text.contains(needed), "missing {needed}");
     }
+}
+
+#[test]
+#[ignore = "slow: the seed-001 job at full size (8 x 13.5 GiB), about 5 s"]
+fn bench_runs_the_full_size_seed_001_job() {
+    let o = Command::new(bin())
+        .args(["bench", "--seed-001", "--duration", "2"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("simulated seconds per wall second"), "{out}");
+    assert!(out.contains("one simulated hour"), "{out}");
 }
