@@ -89,7 +89,8 @@ impl Kernel {
     /// slow path (`__alloc_pages_slowpath`): wake every kswapd of the zonelist, retry at the
     /// min watermark, then direct reclaim (`try_to_free_pages`) and retry, up to
     /// `MAX_RECLAIM_RETRIES` rounds without progress, then the OOM killer.
-    /// Returns the node and frame, and the time the caller spent in direct reclaim.
+    /// Returns the node and frame, and the time the caller spent beyond the fast path:
+    /// `costs.alloc_slowpath` once it entered the slow path, plus any direct reclaim.
     pub fn alloc_user_page(
         &mut self,
         owner: u16,
