@@ -31,13 +31,14 @@ if grep -qw tiermem_trace /proc/cmdline; then
   done
   echo 1 > $T/tracing_on
 fi
-# tiermem_trace_damon (record.sh --trace-damon): DAMOS applications, the pages reclaim
-# writes out, and every switch away from a kdamond with its stack (where it waits).
+# tiermem_trace_damon (record.sh --trace-damon): DAMOS applications, every region at every
+# aggregation (address, accesses, age), the pages reclaim writes out, and every switch away
+# from a kdamond with its stack (where it waits).
 if grep -q tiermem_trace_damon /proc/cmdline; then
   T=/sys/kernel/tracing
   [ -d $T/events ] || T=/sys/kernel/debug/tracing
-  echo 16384 > $T/buffer_size_kb
-  for e in damon/damos_before_apply vmscan/mm_vmscan_write_folio vmscan/mm_vmscan_kswapd_wake; do
+  echo 65536 > $T/buffer_size_kb
+  for e in damon/damos_before_apply damon/damon_aggregated vmscan/mm_vmscan_write_folio vmscan/mm_vmscan_kswapd_wake; do
     echo 1 > $T/events/$e/enable 2>/dev/null
   done
   echo 'prev_comm ~ "kdamond*"' > $T/events/sched/sched_switch/filter

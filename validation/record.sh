@@ -6,7 +6,8 @@
 #
 # Usage: validation/record.sh [--trace] [SCENARIO_DIR...]   (default: every validation/*/)
 #   --trace: also trace task_numa_work calls and VMA skips into kernel/trace.txt (slower guest).
-#   --trace-damon: trace DAMOS applications, reclaim's page writes and where kdamonds wait.
+#   --trace-damon: trace DAMOS applications, every region at every aggregation, reclaim's page
+#     writes and where kdamonds wait.
 #   --trace-reclaim: trace kswapd's and direct reclaim's batches, watermark-boosting
 #     fallbacks and context switches (where the workload's CPU time goes under pressure).
 # TIERMEM_RECORD_AS=NAME stores the recording in SCENARIO/NAME instead of SCENARIO/kernel.
