@@ -34,20 +34,33 @@ pub fn run(a: BenchArgs) -> Result<(), Failure> {
     cmd_bench(&a.size, a.duration, a.tiering, a.trace.as_deref())
 }
 
-/// The seed-001 job at the paper's sizes (experiments/seed-001-base.toml without its
-/// 1/32 `model_scale`): how many simulated seconds a wall second buys, and what one
-/// simulated hour and lkp's 900 s run would take (issue 19's yardstick for full size).
+/// The seed-001 job at the paper's sizes: experiments/seed-001-base.toml without its 1/32
+/// scaling (its `[kernel.numa]` periods and `model_scale`, its `[sim]` tick, processes of
+/// 432 MiB × 32): how many simulated seconds a wall second buys, and what one simulated
+/// hour and lkp's 900 s run would take (issue 19's yardstick for full size).
+#[allow(clippy::expect_used, reason = "the built-in base file is valid")]
 fn bench_seed_001(duration: f64) -> Result<(), Failure> {
     if !(duration > 0.0 && duration <= 3600.0) {
         return Err(input("--duration: seconds within (0, 3600]"));
     }
-    let text = format!(
-        "duration = \"{duration}s\"\nseed = 1\n[machine]\npreset = \"dram-pmem-2s\"\n\
-         [kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n\
-         [[workloads]]\ntype = \"pmbench\"\nname = \"pmbench\"\nprocesses = 8\nmapsize = \"13824MiB\"\n\
-         pattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\ncpu_nodes = [0, 1]\n"
-    );
-    let cfg = SimConfig::from_toml_str(&text, "<bench --seed-001>").map_err(input)?;
+    const BASE: &str = include_str!("../../../experiments/seed-001-base.toml");
+    let mut value = tiermem_core::config::resolve_toml(BASE, "seed-001-base.toml")
+        .expect("the built-in seed-001 base parses");
+    let table = value.as_table_mut().expect("a TOML document is a table");
+    table.remove("sim");
+    if let Some(kernel) = table.get_mut("kernel").and_then(|k| k.as_table_mut()) {
+        kernel.remove("numa");
+    }
+    for (path, v) in [
+        ("duration", toml::Value::String(format!("{duration}s"))),
+        (
+            "workloads[0].mapsize",
+            toml::Value::String("13824MiB".into()),
+        ),
+    ] {
+        tiermem_core::config::set_path(&mut value, path, v).map_err(input)?;
+    }
+    let cfg = SimConfig::from_value(&value, "<bench --seed-001>").map_err(input)?;
     let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
     let mut samples: Vec<(f64, f64)> = Vec::new();
     let (res, wall) = run_with_progress(&mut sim, "seed-001 full size", |wall_s, p| {

@@ -722,7 +722,7 @@ impl Simulation {
                 return Ok(());
             }
             // The hot path.
-            let ptes = &mut self.kernel.ptes_mut(th.proc);
+            let ptes = self.kernel.ptes_mut(th.proc);
             let mut clock = th.clock;
             let start_clock = clock;
             let mut i = th.cursor;

@@ -13,7 +13,9 @@
 //! (no fork), so the reverse map is the frame's owner/vpn.
 //!
 //! The mechanisms' modules implement methods of [`Kernel`]; they import the kernel (their
-//! parent) and [`mem`], never each other, so there are no import circles among them.
+//! parent) and [`mem`], and each other only one way (`numa` keeps `numa_scan`'s per-VMA
+//! scan state), so there are no import circles among them (`tests/module_circles.rs` of
+//! tiermem-cli checks every crate).
 
 pub mod alloc;
 pub mod budget;
@@ -126,9 +128,6 @@ pub struct Kernel {
     pending_mbinds: Vec<crate::mm::mempolicy::PendingMbind>,
     /// Host memory the page tables may still take.
     budget: crate::mm::budget::Budget,
-    /// The clock of the thread in direct reclaim (its fault's start plus the reclaim so
-    /// far), while it reclaims: kswapds catch up to it batch by batch.
-    direct_reclaim_clock: Option<SimTime>,
 }
 
 /// `NUMA_BALANCING_NORMAL`.
@@ -177,7 +176,6 @@ impl Kernel {
             },
             oom_victims: Vec::new(),
             ksm,
-            direct_reclaim_clock: None,
         }
     }
 

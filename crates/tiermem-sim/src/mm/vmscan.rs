@@ -17,7 +17,11 @@ pub const MAX_RECLAIM_RETRIES: u32 = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reclaimer {
     Kswapd,
-    Direct,
+    /// A thread in direct reclaim, with its clock when this `shrink_node` call began (its
+    /// fault's start plus the reclaim so far): kswapds catch up to it batch by batch.
+    Direct {
+        clock: SimTime,
+    },
 }
 
 /// kswapd's state for one node: a time-sliced `balance_pgdat`.
@@ -203,12 +207,13 @@ impl Kernel {
         let mut prio = DEF_PRIORITY as i32;
         while prio >= 0 && total.reclaimed < SWAP_CLUSTER_MAX {
             for &n in zl {
-                self.direct_reclaim_clock = Some(now + total.cost);
                 let r = self.shrink_node(
                     n,
                     SWAP_CLUSTER_MAX - total.reclaimed.min(SWAP_CLUSTER_MAX),
                     prio as u8,
-                    Reclaimer::Direct,
+                    Reclaimer::Direct {
+                        clock: now + total.cost,
+                    },
                 );
                 total.scanned += r.scanned;
                 total.reclaimed += r.reclaimed;
@@ -223,7 +228,6 @@ impl Kernel {
             }
             prio -= 1;
         }
-        self.direct_reclaim_clock = None;
         total
     }
 
@@ -264,11 +268,11 @@ impl Kernel {
             nr_active = node.lru_len(Lru::ActiveAnon);
         }
         // Direct reclaim at DEF_PRIORITY scans its whole target (proportional_reclaim).
-        let proportional = who == Reclaimer::Direct && priority == DEF_PRIORITY;
         let direct_clock = match who {
-            Reclaimer::Direct => self.direct_reclaim_clock,
+            Reclaimer::Direct { clock } => Some(clock),
             Reclaimer::Kswapd => None,
         };
+        let proportional = direct_clock.is_some() && priority == DEF_PRIORITY;
         while nr_inactive > 0 {
             if let Some(t) = direct_clock {
                 self.catch_up_kswapds(t + res.cost);
@@ -377,7 +381,7 @@ impl Kernel {
         }
         let (scan_ev, steal_ev, demote_ev) = match who {
             Reclaimer::Kswapd => (Vm::PgscanKswapd, Vm::PgstealKswapd, Vm::PgdemoteKswapd),
-            Reclaimer::Direct => (Vm::PgscanDirect, Vm::PgstealDirect, Vm::PgdemoteDirect),
+            Reclaimer::Direct { .. } => (Vm::PgscanDirect, Vm::PgstealDirect, Vm::PgdemoteDirect),
         };
         self.vmstat.add(n, scan_ev, res.scanned);
         self.vmstat.add(n, Vm::PgscanAnon, res.scanned);
