@@ -709,6 +709,11 @@ impl SchemeStats {
 pub struct DamonCosts {
     /// Per region per sample: prepare (pick address, mkold via rmap) and check. Default 60 ns.
     pub sample_region_ns: u64,
+    /// Per sample: how late the kdamond wakes from its sampling sleep (`kdamond_usleep`'s
+    /// `usleep_idle_range`: timer slack, wakeup and the loop's fixed work). Latency, not
+    /// CPU time: it stretches the sampling interval without counting as kdamond CPU.
+    /// Default 20 us (an hrtimer sleep's typical overshoot on hardware; a guess).
+    pub sample_wakeup_ns: u64,
     /// Per region per aggregation: merge, split, reset. Default 40 ns.
     pub aggregate_region_ns: u64,
     /// Per region visited per scheme application (pattern match, scoring). Default 30 ns.
@@ -725,6 +730,7 @@ impl Default for DamonCosts {
     fn default() -> Self {
         DamonCosts {
             sample_region_ns: 60,
+            sample_wakeup_ns: 20_000,
             aggregate_region_ns: 40,
             apply_region_ns: 30,
             action_page_ns: 1000,

@@ -428,7 +428,7 @@ impl DamonCtx {
         }
         work.monitor_ns += self.prepare_access_checks(ops);
         self.prepared = true;
-        Some(self.charge(now_us, work) + self.attrs.sample_us)
+        Some(self.charge(now_us, work) + self.attrs.sample_us + self.costs.sample_wakeup_ns / 1000)
     }
 
     /// Add a step's work to the CPU counters; the time the kdamond is done with it, us.

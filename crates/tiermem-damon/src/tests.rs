@@ -160,6 +160,36 @@ fn nr_accesses_bp_is_the_count_times_10000_at_window_end() {
     }
 }
 
+/// `kdamond_fn`'s sampling period: the sleep, its wakeup overshoot, and the work on every
+/// region sampled (after the split, so up to three times the aggregated count). The
+/// overshoot stretches the period but is not kdamond CPU time.
+#[test]
+fn a_sample_lasts_the_sleep_the_wakeup_and_the_regions_work() {
+    let costs = DamonCosts {
+        sample_region_ns: 2_500,
+        sample_wakeup_ns: 250_000,
+        ..Default::default()
+    };
+    let mut ops = Mock::new(1 << 30);
+    let mut ctx = DamonCtx::new(&ctx_cfg(vec![]), costs, 1).unwrap();
+    // The first step initialises and prepares; each later step is one sample.
+    let mut now = ctx.step(0, &mut ops).unwrap();
+    for _ in 0..200 {
+        let regions = ctx.nr_regions() as u64;
+        let cpu_before = ctx.cpu_ns();
+        let aggregates = ctx.counters.aggregations;
+        let next = ctx.step(now, &mut ops).unwrap();
+        if ctx.counters.aggregations == aggregates && ctx.nr_regions() as u64 == regions {
+            // Check (half the region cost) now, prepare (the other half) after: whole µs.
+            let work_us = regions * 2_500 / 1000;
+            assert_eq!(next - now, 5_000 + 250 + work_us, "{regions} regions");
+            assert_eq!(ctx.cpu_ns() - cpu_before, regions * 2_500);
+        }
+        now = next;
+    }
+    assert!(ctx.nr_regions() > 10, "the test saw split regions");
+}
+
 fn cold_pageout(quota: QuotaConfig) -> SchemeConfig {
     SchemeConfig {
         access_pattern: AccessPattern {
