@@ -129,28 +129,23 @@ impl From<anyhow::Error> for Failure {
 }
 
 fn input(err: impl std::fmt::Display) -> Failure {
+    classified(true, err)
+}
+
+/// Exit 2 for bad input (config, trace, argument), 1 for anything else.
+pub(crate) fn classified(input_error: bool, err: impl std::fmt::Display) -> Failure {
     Failure {
-        code: 2,
+        code: if input_error { 2 } else { 1 },
         err: anyhow::anyhow!("{err}"),
     }
 }
 
 fn live_failure(e: tiermem_agent::Error) -> Failure {
-    Failure {
-        code: if e.is_input_error() { 2 } else { 1 },
-        err: anyhow::anyhow!("{e}"),
-    }
+    classified(e.is_input_error(), e)
 }
 
 fn sim_failure(e: tiermem_sim::SimError) -> Failure {
-    if e.is_input_error() {
-        input(e)
-    } else {
-        Failure {
-            code: 1,
-            err: anyhow::anyhow!("{e}"),
-        }
-    }
+    classified(e.is_input_error(), e)
 }
 
 /// `tiermem … | head`: a reader that closes the pipe ends the command with SIGPIPE, as for

@@ -93,14 +93,7 @@ pub enum TraceCmd {
 }
 
 fn trace_failure(e: TraceError) -> Failure {
-    if e.is_input_error() {
-        input(e)
-    } else {
-        Failure {
-            code: 1,
-            err: anyhow::anyhow!("{e}"),
-        }
-    }
+    crate::classified(e.is_input_error(), e)
 }
 
 #[allow(

@@ -5,7 +5,7 @@ mod common;
 
 use common::{bad, json, ok, s, tiermem};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// A Lackey text with a known mix: 2000 instructions, 1500 loads, 400 stores, 100 modifies.
 fn lackey_text() -> String {
@@ -24,6 +24,10 @@ fn lackey_text() -> String {
     }
     t
 }
+/// `tiermem trace import --format lackey TXT OUT`.
+fn import_lackey(txt: &Path, out: &Path) -> Output {
+    tiermem(&["trace", "import", "--format", "lackey", s(txt), s(out)])
+}
 
 /// `lackey_text()` imported with `tiermem trace import` into `dir/t.tmt`; the trace's
 /// path and what the import printed.
@@ -31,14 +35,7 @@ fn imported_lackey(dir: &std::path::Path) -> (std::path::PathBuf, String) {
     let txt = dir.join("lackey.txt");
     std::fs::write(&txt, lackey_text()).unwrap();
     let tmt = dir.join("t.tmt");
-    let out = ok(&tiermem(&[
-        "trace",
-        "import",
-        "--format",
-        "lackey",
-        s(&txt),
-        s(&tmt),
-    ]));
+    let out = ok(&import_lackey(&txt, &tmt));
     (tmt, out)
 }
 
@@ -142,10 +139,7 @@ fn bad_inputs_exit_2_with_a_location() {
     let out = d.path().join("o.tmt");
     let txt = d.path().join("bad.txt");
     std::fs::write(&txt, "I  0400,4\n L 1fff,8\n L 1fff;8\n").unwrap();
-    bad(
-        &tiermem(&["trace", "import", "--format", "lackey", s(&txt), s(&out)]),
-        "bad.txt: line 3:",
-    );
+    bad(&import_lackey(&txt, &out), "bad.txt: line 3:");
     assert!(!out.exists(), "a failed import leaves no partial trace");
     std::fs::write(&txt, "0x1: R 0x2\n").unwrap();
     bad(
@@ -175,14 +169,7 @@ fn bad_inputs_exit_2_with_a_location() {
     );
     // A good trace, then damaged copies.
     std::fs::write(&txt, lackey_text()).unwrap();
-    ok(&tiermem(&[
-        "trace",
-        "import",
-        "--format",
-        "lackey",
-        s(&txt),
-        s(&out),
-    ]));
+    ok(&import_lackey(&txt, &out));
     let good = std::fs::read(&out).unwrap();
     let f = d.path().join("damaged.tmt");
     std::fs::write(&f, &good[..good.len() - 10]).unwrap();
@@ -326,14 +313,7 @@ fn corrupt_or_empty_traces_fail_the_replay() {
     let empty_txt = d.path().join("empty.txt");
     std::fs::write(&empty_txt, "==7== Lackey\n").unwrap();
     let empty = d.path().join("empty.tmt");
-    ok(&tiermem(&[
-        "trace",
-        "import",
-        "--format",
-        "lackey",
-        s(&empty_txt),
-        s(&empty),
-    ]));
+    ok(&import_lackey(&empty_txt, &empty));
     std::fs::write(&cfg, replay_config(&empty, 0, "")).unwrap();
     bad(
         &tiermem(&["sim", s(&cfg), "--out", s(&d.path().join("o3"))]),
@@ -348,30 +328,17 @@ fn import_refuses_its_input_as_output_and_replaces_links() {
     let txt = d.path().join("lackey.txt");
     let text = lackey_text();
     std::fs::write(&txt, &text).unwrap();
-    bad(
-        &tiermem(&["trace", "import", "--format", "lackey", s(&txt), s(&txt)]),
-        "the output is the input",
-    );
+    bad(&import_lackey(&txt, &txt), "the output is the input");
     assert_eq!(std::fs::read_to_string(&txt).unwrap(), text, "input intact");
     let link = d.path().join("link.tmt");
     std::os::unix::fs::symlink(&txt, &link).unwrap();
-    bad(
-        &tiermem(&["trace", "import", "--format", "lackey", s(&txt), s(&link)]),
-        "the output is the input",
-    );
+    bad(&import_lackey(&txt, &link), "the output is the input");
     // A link to another file is replaced by the trace; its target is untouched.
     let victim = d.path().join("victim");
     std::fs::write(&victim, "keep").unwrap();
     let link2 = d.path().join("out.tmt");
     std::os::unix::fs::symlink(&victim, &link2).unwrap();
-    ok(&tiermem(&[
-        "trace",
-        "import",
-        "--format",
-        "lackey",
-        s(&txt),
-        s(&link2),
-    ]));
+    ok(&import_lackey(&txt, &link2));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     assert!(!std::fs::symlink_metadata(&link2)
         .unwrap()

@@ -1003,10 +1003,7 @@ impl SimConfig {
                 WorkloadConfig::Synthetic(s) => {
                     s.validate(n)
                         .map_err(|(k, m)| ConfigError::invalid(key(&k), m))?;
-                    if let Some(c) = s.cpu_node {
-                        chk.node(key("cpu_node"), c, true)?;
-                    }
-                    chk.policy(key("policy"), &s.policy)?;
+                    chk.placement(&key, s.cpu_node, &s.policy, &[], &[])?;
                 }
             }
         }
@@ -1140,6 +1137,22 @@ impl NodeChecks<'_> {
         Ok(())
     }
 
+    /// A workload's placement: its CPU node (if any), task policy and `mbind`s.
+    fn placement(
+        &self,
+        key: &dyn Fn(&str) -> String,
+        cpu_node: Option<NodeId>,
+        policy: &MemPolicy,
+        mbind: &[MbindConfig],
+        regions: &[String],
+    ) -> Result<(), ConfigError> {
+        if let Some(c) = cpu_node {
+            self.node(key("cpu_node"), c, true)?;
+        }
+        self.policy(key("policy"), policy)?;
+        self.mbind(&key(""), mbind, regions)
+    }
+
     fn policy(&self, key: String, p: &MemPolicy) -> Result<(), ConfigError> {
         p.validate(self.n)
             .map_err(|m| ConfigError::invalid(key.clone(), m))
@@ -1174,6 +1187,15 @@ impl NodeChecks<'_> {
     }
 }
 
+/// `Ok` when `ok`, else the error for `key`.
+fn ensure(ok: bool, key: String, message: impl Into<String>) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(key, message))
+    }
+}
+
 /// `value` within `lo..=hi`, else the error workload checks give ("must be within lo..hi").
 fn within(key: String, value: u64, lo: u64, hi: u64) -> Result<(), ConfigError> {
     if (lo..=hi).contains(&value) {
@@ -1194,40 +1216,32 @@ fn check_pmbench(
 ) -> Result<(), ConfigError> {
     within(key("processes"), p.processes.into(), 1, 4096)?;
     within(key("threads"), p.threads.into(), 1, 1024)?;
-    if p.mapsize.0 < crate::units::PAGE_SIZE {
-        return Err(ConfigError::invalid(
-            key("mapsize"),
-            "must be at least one page (4096)",
-        ));
-    }
-    if p.mapsize.pages_ceil().0 > u32::MAX as u64 / 2 {
-        return Err(ConfigError::invalid(
-            key("mapsize"),
-            "is too large (at most 8TiB)",
-        ));
-    }
+    ensure(
+        p.mapsize.0 >= crate::units::PAGE_SIZE,
+        key("mapsize"),
+        "must be at least one page (4096)",
+    )?;
+    ensure(
+        p.mapsize.pages_ceil().0 <= u32::MAX as u64 / 2,
+        key("mapsize"),
+        "is too large (at most 8TiB)",
+    )?;
     if let Some(s) = p.setsize {
-        if s > p.mapsize || s.0 < crate::units::PAGE_SIZE {
-            return Err(ConfigError::invalid(
-                key("setsize"),
-                "must be between one page and mapsize",
-            ));
-        }
+        ensure(
+            s <= p.mapsize && s.0 >= crate::units::PAGE_SIZE,
+            key("setsize"),
+            "must be between one page and mapsize",
+        )?;
     }
-    if p.read_ratio > 100 {
-        return Err(ConfigError::invalid(
-            key("read_ratio"),
-            format!("is a percentage 0..100 (got {})", p.read_ratio),
-        ));
-    }
+    ensure(
+        p.read_ratio <= 100,
+        key("read_ratio"),
+        format!("is a percentage 0..100 (got {})", p.read_ratio),
+    )?;
     if let Some(s) = p.shape {
-        if !(s > 0.0 && s.is_finite()) {
-            return Err(ConfigError::invalid(key("shape"), "must be positive"));
-        }
+        ensure(s > 0.0 && s.is_finite(), key("shape"), "must be positive")?;
     }
-    if p.stride == 0 {
-        return Err(ConfigError::invalid(key("stride"), "must be positive"));
-    }
+    ensure(p.stride > 0, key("stride"), "must be positive")?;
     for (j, c) in p.cpu_nodes.iter().enumerate() {
         chk.node(key(&format!("cpu_nodes[{j}]")), *c, true)?;
     }
@@ -1242,29 +1256,24 @@ fn check_stream(
     chk: &NodeChecks,
     regions: Vec<String>,
 ) -> Result<(), ConfigError> {
-    if s.array_elements < 512 {
-        return Err(ConfigError::invalid(
-            key("array_elements"),
-            "must be at least 512 (one page)",
-        ));
-    }
-    if s.array_elements > (1u64 << 36) {
-        return Err(ConfigError::invalid(key("array_elements"), "is too large"));
-    }
+    ensure(
+        s.array_elements >= 512,
+        key("array_elements"),
+        "must be at least 512 (one page)",
+    )?;
+    ensure(
+        s.array_elements <= 1u64 << 36,
+        key("array_elements"),
+        "is too large",
+    )?;
     within(key("threads"), s.threads.into(), 1, 1024)?;
-    if s.ntimes < 2 {
-        return Err(ConfigError::invalid(
-            key("ntimes"),
-            "must be at least 2 (the first iteration is discarded)",
-        ));
-    }
+    ensure(
+        s.ntimes >= 2,
+        key("ntimes"),
+        "must be at least 2 (the first iteration is discarded)",
+    )?;
     within(key("mlp"), s.mlp.into(), 1, 256)?;
-    if let Some(c) = s.cpu_node {
-        chk.node(key("cpu_node"), c, true)?;
-    }
-    chk.policy(key("policy"), &s.policy)?;
-    chk.mbind(&key(""), &s.mbind, &regions)?;
-    Ok(())
+    chk.placement(key, s.cpu_node, &s.policy, &s.mbind, &regions)
 }
 
 /// `[[workloads]]` of type `mlc`.
@@ -1274,37 +1283,28 @@ fn check_mlc(
     chk: &NodeChecks,
     regions: Vec<String>,
 ) -> Result<(), ConfigError> {
-    if m.bw_threads > 1024 {
-        return Err(ConfigError::invalid(
-            key("bw_threads"),
-            "must be at most 1024",
-        ));
-    }
-    if m.bw_threads == 0 && !m.latency_thread {
-        return Err(ConfigError::invalid(
-            key("bw_threads"),
-            "no threads: set bw_threads > 0 or latency_thread = true",
-        ));
-    }
-    if !(m.cpu_ghz > 0.1 && m.cpu_ghz < 10.0) {
-        return Err(ConfigError::invalid(
-            key("cpu_ghz"),
-            "must be within 0.1..10",
-        ));
-    }
+    ensure(
+        m.bw_threads <= 1024,
+        key("bw_threads"),
+        "must be at most 1024",
+    )?;
+    ensure(
+        m.bw_threads > 0 || m.latency_thread,
+        key("bw_threads"),
+        "no threads: set bw_threads > 0 or latency_thread = true",
+    )?;
+    ensure(
+        m.cpu_ghz > 0.1 && m.cpu_ghz < 10.0,
+        key("cpu_ghz"),
+        "must be within 0.1..10",
+    )?;
     within(key("mlp"), m.mlp.into(), 1, 256)?;
-    if m.buffer.0 < crate::units::PAGE_SIZE || m.latency_buffer.0 < crate::units::PAGE_SIZE {
-        return Err(ConfigError::invalid(
-            key("buffer"),
-            "buffers must be at least one page",
-        ));
-    }
-    if let Some(c) = m.cpu_node {
-        chk.node(key("cpu_node"), c, true)?;
-    }
-    chk.policy(key("policy"), &m.policy)?;
-    chk.mbind(&key(""), &m.mbind, &regions)?;
-    Ok(())
+    ensure(
+        m.buffer.0 >= crate::units::PAGE_SIZE && m.latency_buffer.0 >= crate::units::PAGE_SIZE,
+        key("buffer"),
+        "buffers must be at least one page",
+    )?;
+    chk.placement(key, m.cpu_node, &m.policy, &m.mbind, &regions)
 }
 
 /// `[[workloads]]` of type `xsbench`.
@@ -1315,41 +1315,28 @@ fn check_xsbench(
     regions: Vec<String>,
 ) -> Result<(), ConfigError> {
     within(key("threads"), x.threads.into(), 1, 1024)?;
-    if x.lookups < x.threads as u64 {
-        return Err(ConfigError::invalid(
-            key("lookups"),
-            "must be at least one per thread",
-        ));
-    }
+    ensure(
+        x.lookups >= x.threads as u64,
+        key("lookups"),
+        "must be at least one per thread",
+    )?;
     if let Some(g) = x.gridpoints {
-        if !(16..=10_000_000).contains(&g) {
-            return Err(ConfigError::invalid(
-                key("gridpoints"),
-                "must be within 16..10000000",
-            ));
-        }
+        within(key("gridpoints"), g, 16, 10_000_000)?;
     }
     let (iso, gp) = x.size.dims();
     let gp = x.gridpoints.unwrap_or(gp);
     // The index grid (n_iso² · n_gp ints) dominates; the page table is u32-indexed.
-    if iso * iso * gp * 4 / crate::units::PAGE_SIZE > u32::MAX as u64 / 2 {
-        return Err(ConfigError::invalid(
-            key("size"),
-            "the grids are too large to simulate (at most 8TiB)",
-        ));
-    }
-    if x.cached_levels > 40 {
-        return Err(ConfigError::invalid(
-            key("cached_levels"),
-            "must be at most 40",
-        ));
-    }
-    if let Some(c) = x.cpu_node {
-        chk.node(key("cpu_node"), c, true)?;
-    }
-    chk.policy(key("policy"), &x.policy)?;
-    chk.mbind(&key(""), &x.mbind, &regions)?;
-    Ok(())
+    ensure(
+        iso * iso * gp * 4 / crate::units::PAGE_SIZE <= u32::MAX as u64 / 2,
+        key("size"),
+        "the grids are too large to simulate (at most 8TiB)",
+    )?;
+    ensure(
+        x.cached_levels <= 40,
+        key("cached_levels"),
+        "must be at most 40",
+    )?;
+    chk.placement(key, x.cpu_node, &x.policy, &x.mbind, &regions)
 }
 
 /// `[[workloads]]` of type `trace`.
@@ -1358,28 +1345,21 @@ fn check_trace(
     key: &dyn Fn(&str) -> String,
     chk: &NodeChecks,
 ) -> Result<(), ConfigError> {
-    if t.file.is_empty() {
-        return Err(ConfigError::invalid(key("file"), "must name a trace file"));
-    }
+    ensure(!t.file.is_empty(), key("file"), "must name a trace file")?;
     within(key("processes"), t.processes.into(), 1, 4096)?;
     for (f, v, lo, hi) in [
         ("cpi", t.cpi, 0.01, 1000.0),
         ("cpu_ghz", t.cpu_ghz, 0.1, 10.0),
         ("time_scale", t.time_scale, 0.0, 1e6),
     ] {
-        if !(v >= lo && v <= hi) {
-            return Err(ConfigError::invalid(
-                key(f),
-                format!("must be within {lo}..{hi} (got {v})"),
-            ));
-        }
+        ensure(
+            v >= lo && v <= hi,
+            key(f),
+            format!("must be within {lo}..{hi} (got {v})"),
+        )?;
     }
     within(key("mlp"), t.mlp.into(), 1, 256)?;
-    if let Some(c) = t.cpu_node {
-        chk.node(key("cpu_node"), c, true)?;
-    }
-    chk.policy(key("policy"), &t.policy)?;
-    Ok(())
+    chk.placement(key, t.cpu_node, &t.policy, &[], &[])
 }
 
 fn parse_workload(v: &toml::Value, i: usize) -> Result<WorkloadConfig, ConfigError> {

@@ -10,7 +10,7 @@
 //! to sleep for the shortest watermark interval, without monitoring.
 
 use crate::region::{self, Region, MIN_REGION_SZ};
-use crate::{ApplyResult, DamonOps, OpsFilters};
+use crate::{ApplyRequest, ApplyResult, DamonOps, OpsFilters};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
@@ -967,20 +967,19 @@ impl DamonCtx {
     /// the range is done). Returns the slice's time, ns.
     fn apply_slice(&self, t: usize, si: usize, p: &mut Pending, ops: &mut dyn DamonOps) -> u64 {
         let s = &self.schemes[si];
-        let filters = OpsFilters {
-            filters: &s.ops_filters,
-            core_allowed: p.core_allowed,
-            default_reject: s.ops_default_reject,
-        };
-        let res = ops.apply(
-            t,
-            s.cfg.action,
-            s.cfg.target_nid,
-            p.next,
-            p.end,
-            &filters,
-            APPLY_SLICE_NS,
-        );
+        let res = ops.apply(&ApplyRequest {
+            target: t,
+            action: s.cfg.action,
+            target_nid: s.cfg.target_nid,
+            start: p.next,
+            end: p.end,
+            filters: OpsFilters {
+                filters: &s.ops_filters,
+                core_allowed: p.core_allowed,
+                default_reject: s.ops_default_reject,
+            },
+            budget_ns: APPLY_SLICE_NS,
+        });
         p.done.add(&res);
         p.next = res.resume_at.filter(|&n| n < p.end).unwrap_or(p.end);
         res.elapsed_ns

@@ -57,6 +57,21 @@ impl ApplyResult {
     }
 }
 
+/// One slice of a scheme's action for [`DamonOps::apply`] (`ops.apply_scheme`).
+#[derive(Clone, Debug)]
+pub struct ApplyRequest<'a> {
+    pub target: usize,
+    pub action: DamosAction,
+    /// Where `migrate_hot` / `migrate_cold` move pages.
+    pub target_nid: Option<NodeId>,
+    /// The address range `[start, end)`.
+    pub start: u64,
+    pub end: u64,
+    pub filters: OpsFilters<'a>,
+    /// Stop after the page that brings the call's elapsed time to this.
+    pub budget_ns: u64,
+}
+
 /// The ops-layer filters of one scheme application, evaluated per page by the ops
 /// (`damos_pa_filter_out` / `damos_folio_filter_out`).
 #[derive(Clone, Debug)]
@@ -105,20 +120,10 @@ pub trait DamonOps {
     fn prepare_access_check(&mut self, target: usize, addr: u64);
     /// Whether the sampling address was accessed since it was prepared.
     fn check_access(&mut self, target: usize, addr: u64) -> bool;
-    /// Apply `action` to `[start, end)` of `target`, honouring the ops filters. Stop
-    /// after the page that brings the call's elapsed time to `budget_ns` and say where to
-    /// resume (`ApplyResult::resume_at`); the caller continues the range in later calls.
-    #[allow(clippy::too_many_arguments)]
-    fn apply(
-        &mut self,
-        target: usize,
-        action: DamosAction,
-        target_nid: Option<NodeId>,
-        start: u64,
-        end: u64,
-        filters: &OpsFilters<'_>,
-        budget_ns: u64,
-    ) -> ApplyResult;
+    /// Apply the request's action to its range, honouring the ops filters. Stop after
+    /// the page that brings the call's elapsed time to `budget_ns` and say where to resume
+    /// (`ApplyResult::resume_at`); the caller continues the range in later calls.
+    fn apply(&mut self, req: &ApplyRequest<'_>) -> ApplyResult;
     /// A goal metric's current value (`damos_set_quota_goal_current_value`); `None` when
     /// the metric is not available here.
     fn goal_metric(&mut self, metric: GoalMetric, nid: Option<NodeId>) -> Option<u64>;

@@ -3,7 +3,7 @@
 
 use crate::ctx::{feed_loop_next_input, hot_score, wmark_wait_us, DamonCtx, Scheme, MAX_SCORE};
 use crate::region::Region;
-use crate::{ApplyResult, DamonOps, OpsFilters};
+use crate::{ApplyRequest, ApplyResult, DamonOps, OpsFilters};
 use proptest::prelude::*;
 use tiermem_core::damon::*;
 use tiermem_core::units::{NodeId, PAGE_SIZE};
@@ -59,16 +59,8 @@ impl DamonOps for Mock {
         self.checked += 1;
         self.hot.iter().any(|&(s, e)| addr >= s && addr < e)
     }
-    fn apply(
-        &mut self,
-        _t: usize,
-        _a: DamosAction,
-        _n: Option<NodeId>,
-        start: u64,
-        end: u64,
-        f: &OpsFilters<'_>,
-        budget_ns: u64,
-    ) -> ApplyResult {
+    fn apply(&mut self, req: &ApplyRequest<'_>) -> ApplyResult {
+        let (start, end, f, budget_ns) = (req.start, req.end, &req.filters, req.budget_ns);
         // Page by page until the budget is spent, as the simulator's operations do.
         let pages = (end - start) / P;
         let fit = budget_ns.div_ceil(self.ns_per_page.max(1)).max(1);

@@ -98,28 +98,17 @@ pub fn import<R: Read, W: Write>(
             st.lines += 1;
             st.instructions += 1;
             let u = |k: usize| crate::format::le_u64(&rec[k..k + 8]);
-            for s in 0..4 {
-                let a = u(32 + 8 * s);
+            // Four source (read) addresses at offset 32, then two destination (write) ones at 16.
+            let sources = (0..4).map(|s| (u(32 + 8 * s), Kind::Read));
+            let destinations = (0..2).map(|d| (u(16 + 8 * d), Kind::Write));
+            for (a, kind) in sources.chain(destinations) {
                 if a != 0 {
                     w.push(&Record {
                         time: st.instructions,
                         thread: 0,
                         addr: a,
                         size: opts.size.max(1),
-                        kind: Kind::Read,
-                    })?;
-                    st.accesses += 1;
-                }
-            }
-            for d in 0..2 {
-                let a = u(16 + 8 * d);
-                if a != 0 {
-                    w.push(&Record {
-                        time: st.instructions,
-                        thread: 0,
-                        addr: a,
-                        size: opts.size.max(1),
-                        kind: Kind::Write,
+                        kind,
                     })?;
                     st.accesses += 1;
                 }

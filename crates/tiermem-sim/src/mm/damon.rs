@@ -24,7 +24,7 @@ use tiermem_core::damon::{
 use tiermem_core::units::{NodeId, SimDuration, SimTime, PAGE_SIZE};
 use tiermem_damon::ctx::DamonCtx;
 use tiermem_damon::modules::NamedContext;
-use tiermem_damon::{ApplyResult, DamonOps, OpsFilters};
+use tiermem_damon::{ApplyRequest, ApplyResult, DamonOps, OpsFilters};
 
 /// Physical base address of each node.
 pub fn node_bases(kernel: &Kernel) -> Vec<u64> {
@@ -431,16 +431,9 @@ impl DamonOps for SimOps<'_> {
 
     /// `damon_va_apply_scheme` / `damon_pa_apply_scheme`, page by page from `start`,
     /// stopping once the slice's cost reaches `budget_ns`.
-    fn apply(
-        &mut self,
-        target: usize,
-        action: DamosAction,
-        target_nid: Option<NodeId>,
-        start: u64,
-        end: u64,
-        filters: &OpsFilters<'_>,
-        budget_ns: u64,
-    ) -> ApplyResult {
+    fn apply(&mut self, req: &ApplyRequest<'_>) -> ApplyResult {
+        let (target, action, target_nid) = (req.target, req.action, req.target_nid);
+        let (start, end, filters, budget_ns) = (req.start, req.end, &req.filters, req.budget_ns);
         let mut res = ApplyResult::default();
         if !self.implements(action) {
             return res;

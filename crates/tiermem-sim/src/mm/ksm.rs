@@ -290,48 +290,48 @@ impl Ksm {
     pub fn counters(&self) -> BTreeMap<String, i64> {
         let (chains, dups) = self.chains_and_dups();
         let c = &self.cfg;
-        let mut m = BTreeMap::new();
-        let mut put = |k: &str, v: i64| {
-            m.insert(k.to_string(), v);
-        };
-        put("run", c.run as i64);
-        put("pages_to_scan", c.pages_to_scan as i64);
-        put("sleep_millisecs", c.sleep_millisecs as i64);
-        put("merge_across_nodes", c.merge_across_nodes as i64);
-        put("max_page_sharing", c.max_page_sharing as i64);
-        put(
-            "stable_node_chains_prune_millisecs",
-            c.stable_node_chains_prune_millisecs as i64,
-        );
-        put("use_zero_pages", c.use_zero_pages as i64);
-        put("smart_scan", c.smart_scan as i64);
-        put("advisor_max_cpu", c.advisor_max_cpu as i64);
-        put(
-            "advisor_min_pages_to_scan",
-            c.advisor_min_pages_to_scan as i64,
-        );
-        put(
-            "advisor_max_pages_to_scan",
-            c.advisor_max_pages_to_scan as i64,
-        );
-        put(
-            "advisor_target_scan_time",
-            c.advisor_target_scan_time as i64,
-        );
-        put("pages_scanned", self.pages_scanned as i64);
-        put("pages_shared", self.pages_shared as i64);
-        put("pages_sharing", self.pages_sharing as i64);
-        put("pages_unshared", self.pages_unshared as i64);
-        put("pages_volatile", self.pages_volatile() as i64);
-        put("pages_skipped", self.pages_skipped as i64);
-        put("ksm_zero_pages", self.ksm_zero_pages as i64);
-        put("full_scans", self.full_scans as i64);
-        put("stable_node_chains", chains as i64);
-        put("stable_node_dups", dups as i64);
-        put("general_profit", self.general_profit());
-        put("rmap_items", self.rmap_items as i64);
-        put("cow_ksm", self.cow_ksm as i64);
-        m
+        [
+            ("run", c.run as i64),
+            ("pages_to_scan", c.pages_to_scan as i64),
+            ("sleep_millisecs", c.sleep_millisecs as i64),
+            ("merge_across_nodes", c.merge_across_nodes as i64),
+            ("max_page_sharing", c.max_page_sharing as i64),
+            (
+                "stable_node_chains_prune_millisecs",
+                c.stable_node_chains_prune_millisecs as i64,
+            ),
+            ("use_zero_pages", c.use_zero_pages as i64),
+            ("smart_scan", c.smart_scan as i64),
+            ("advisor_max_cpu", c.advisor_max_cpu as i64),
+            (
+                "advisor_min_pages_to_scan",
+                c.advisor_min_pages_to_scan as i64,
+            ),
+            (
+                "advisor_max_pages_to_scan",
+                c.advisor_max_pages_to_scan as i64,
+            ),
+            (
+                "advisor_target_scan_time",
+                c.advisor_target_scan_time as i64,
+            ),
+            ("pages_scanned", self.pages_scanned as i64),
+            ("pages_shared", self.pages_shared as i64),
+            ("pages_sharing", self.pages_sharing as i64),
+            ("pages_unshared", self.pages_unshared as i64),
+            ("pages_volatile", self.pages_volatile() as i64),
+            ("pages_skipped", self.pages_skipped as i64),
+            ("ksm_zero_pages", self.ksm_zero_pages as i64),
+            ("full_scans", self.full_scans as i64),
+            ("stable_node_chains", chains as i64),
+            ("stable_node_dups", dups as i64),
+            ("general_profit", self.general_profit()),
+            ("rmap_items", self.rmap_items as i64),
+            ("cow_ksm", self.cow_ksm as i64),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
     }
 
     fn alloc_item(&mut self, proc: u16, vpn: u32) -> u32 {
@@ -343,16 +343,7 @@ impl Ksm {
             remaining_skips: 0,
             state: ItemState::Idle,
         };
-        let id = match self.free_items.pop() {
-            Some(i) => {
-                self.items[i as usize] = it;
-                i
-            }
-            None => {
-                self.items.push(it);
-                (self.items.len() - 1) as u32
-            }
-        };
+        let id = slab_insert(&mut self.items, &mut self.free_items, it);
         self.rmap_items += 1;
         let mm = &mut self.mm[proc as usize];
         mm.rmap_items += 1;
@@ -374,6 +365,19 @@ impl Ksm {
             _ => {}
         }
         self.items[id as usize].state = ItemState::Idle;
+    }
+
+    /// Free every rmap item of process `p`.
+    fn free_items_of(&mut self, p: u16, nodes: &mut [NodeMem]) {
+        let ids: Vec<u32> = self.mm[p as usize]
+            .item_of
+            .iter()
+            .copied()
+            .filter(|&i| i != NIL)
+            .collect();
+        for id in ids {
+            self.free_item(id, nodes);
+        }
     }
 
     fn free_item(&mut self, id: u32, kernel_nodes: &mut [NodeMem]) {
@@ -436,16 +440,7 @@ impl Ksm {
             rmap: Vec::new(),
             live: true,
         };
-        let sid = match self.free_stable.pop() {
-            Some(i) => {
-                self.stable[i as usize] = s;
-                i
-            }
-            None => {
-                self.stable.push(s);
-                (self.stable.len() - 1) as u32
-            }
-        };
+        let sid = slab_insert(&mut self.stable, &mut self.free_stable, s);
         // stable_tree_insert: an equal node makes (or extends) a chain.
         self.stable_tree[tree].entry(content).or_default().push(sid);
         sid
@@ -700,15 +695,7 @@ impl Kernel {
     pub(crate) fn ksm_exit(&mut self, p: u16) {
         let Some(mut k) = self.ksm.take() else { return };
         if (p as usize) < k.mm.len() && k.mm[p as usize].enrolled {
-            let ids: Vec<u32> = k.mm[p as usize]
-                .item_of
-                .iter()
-                .copied()
-                .filter(|&i| i != NIL)
-                .collect();
-            for id in ids {
-                k.free_item(id, &mut self.nodes);
-            }
+            k.free_items_of(p, &mut self.nodes);
             k.mm[p as usize].enrolled = false;
             if let Some(pos) = k.mm_list.iter().position(|&x| x == p) {
                 k.mm_list.remove(pos);
@@ -1221,15 +1208,7 @@ impl Kernel {
         }
         let mut k = self.ksm.take().expect("checked");
         for &p in &procs {
-            let ids: Vec<u32> = k.mm[p as usize]
-                .item_of
-                .iter()
-                .copied()
-                .filter(|&i| i != NIL)
-                .collect();
-            for id in ids {
-                k.free_item(id, &mut self.nodes);
-            }
+            k.free_items_of(p, &mut self.nodes);
         }
         k.unstable_tree.iter_mut().for_each(|t| t.clear());
         k.cur_slot = 0;
@@ -1303,6 +1282,21 @@ pub fn ksmd_wake_after(t: SimTime, sleep_millisecs: u32) -> SimTime {
         return t;
     }
     SimTime((t.0 / TICK_PS + jiffies + 1) * TICK_PS)
+}
+
+/// Store `v` in a slot freed earlier, else at the end: its index (the kernel's slab caches
+/// of rmap items and stable nodes, as an index-addressed arena).
+fn slab_insert<T>(slab: &mut Vec<T>, free: &mut Vec<u32>, v: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            slab[i as usize] = v;
+            i
+        }
+        None => {
+            slab.push(v);
+            (slab.len() - 1) as u32
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1467,24 +1461,14 @@ mod tests {
         pass(&mut k);
         assert!(c(&k, "pages_shared") > 0);
         let now = SimTime::ZERO;
-        assert!(matches!(
-            k.ksm_sysfs_write("merge_across_nodes", "0", now),
-            Err(KsmError::Busy { .. })
-        ));
-        assert!(matches!(
-            k.ksm_sysfs_write("max_page_sharing", "16", now),
-            Err(KsmError::Busy { .. })
-        ));
+        let busy = |r| matches!(r, Err(KsmError::Busy { .. }));
+        let invalid = |r| matches!(r, Err(KsmError::Invalid { .. }));
+        assert!(busy(k.ksm_sysfs_write("merge_across_nodes", "0", now)));
+        assert!(busy(k.ksm_sysfs_write("max_page_sharing", "16", now)));
         // Writing the current value is not a change.
         k.ksm_sysfs_write("merge_across_nodes", "1", now).unwrap();
-        assert!(matches!(
-            k.ksm_sysfs_write("run", "3", now),
-            Err(KsmError::Invalid { .. })
-        ));
-        assert!(matches!(
-            k.ksm_sysfs_write("max_page_sharing", "1", now),
-            Err(KsmError::Invalid { .. })
-        ));
+        assert!(invalid(k.ksm_sysfs_write("run", "3", now)));
+        assert!(invalid(k.ksm_sysfs_write("max_page_sharing", "1", now)));
         // run = 2 unmerges everything; then the knob can change.
         k.ksm_sysfs_write("run", "2", now).unwrap();
         assert_eq!(c(&k, "pages_shared"), 0);
