@@ -4,7 +4,7 @@ use crate::{input, run_with_progress, sim_failure, Failure};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use tiermem_core::config::SimConfig;
-use tiermem_sim::engine::Simulation;
+use tiermem_sim::engine::{RunOptions, Simulation};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -75,7 +75,8 @@ fn bench_seed_001(duration: f64) -> Result<(), Failure> {
     let (w0, s0) = samples.get(half).copied().unwrap_or((0.0, 0.0));
     let per_wall = (duration - s0) / (wall - w0).max(1e-9);
     println!(
-        "bench: the seed-001 job at full size (8 x 13824 MiB pmbench normal_ih, dram-pmem-2s, tiering), {duration} simulated s, access engine"
+        "bench: the seed-001 job at full size (8 x 13824 MiB pmbench normal_ih, dram-pmem-2s, tiering), {duration} simulated s, access engine, pmbench drawn ahead: {}",
+        if RunOptions::default().generate_ahead { "yes" } else { "no (one CPU)" }
     );
     println!("  wall time                         {wall:.2} s");
     println!(
@@ -93,6 +94,24 @@ fn bench_seed_001(duration: f64) -> Result<(), Failure> {
         900.0 / per_wall / 60.0
     );
     Ok(())
+}
+
+/// Run `cfg` to the end with `opts`: the result, the wall time and the steady access rate
+/// (accesses per wall second over the second half of the wall time, after initialisation).
+fn timed_run(
+    cfg: &SimConfig,
+    opts: RunOptions,
+    label: &str,
+) -> Result<(tiermem_sim::engine::SimResult, f64, f64), Failure> {
+    let mut sim = Simulation::new_with(cfg, opts).map_err(sim_failure)?;
+    let mut samples: Vec<(f64, u64)> = Vec::new();
+    let (res, wall) = run_with_progress(&mut sim, label, |wall_s, p| {
+        samples.push((wall_s, p.accesses))
+    })?;
+    let half = samples.iter().position(|s| s.0 >= wall / 2.0).unwrap_or(0);
+    let (w0, a0) = samples.get(half).copied().unwrap_or((0.0, 0));
+    let steady = (res.summary.accesses - a0) as f64 / (wall - w0).max(1e-9);
+    Ok((res, wall, steady))
 }
 
 /// A memory figure of this process from `/proc/self/status` (`VmHWM`, `VmRSS`), in bytes.
@@ -155,17 +174,25 @@ fn cmd_bench(
     .map_err(input)?;
     let cfg = SimConfig::from_value(&value, "<bench>").map_err(input)?;
     let rss0 = proc_status_bytes("VmRSS:").unwrap_or(0);
-    let mut sim = Simulation::new(&cfg).map_err(sim_failure)?;
-    let mut samples: Vec<(f64, f64, u64)> = Vec::new();
-    let (res, wall) = run_with_progress(&mut sim, "bench", |wall_s, p| {
-        samples.push((wall_s, p.sim_seconds, p.accesses))
-    })?;
+    let ahead = RunOptions::default();
+    let (res, wall, steady) = timed_run(&cfg, ahead, "bench")?;
     let pages = bytes.pages_ceil().0 as f64;
     let peak = proc_status_bytes("VmHWM:").unwrap_or(0);
-    // Steady state: the second half of the run by wall time (after initialisation).
-    let half = samples.iter().position(|s| s.0 >= wall / 2.0).unwrap_or(0);
-    let (w0, _, a0) = samples.get(half).copied().unwrap_or((0.0, 0.0, 0));
-    let steady = (res.summary.accesses - a0) as f64 / (wall - w0).max(1e-9);
+    // The same run with every access drawn on the engine's core, for the one-core ratio.
+    let one_core = if ahead.generate_ahead {
+        Some(
+            timed_run(
+                &cfg,
+                RunOptions {
+                    generate_ahead: false,
+                },
+                "bench, one core",
+            )?
+            .2,
+        )
+    } else {
+        None
+    };
     println!(
         "bench: {}, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
         match trace {
@@ -192,13 +219,28 @@ fn cmd_bench(
         "  accesses per wall second (all)    {:.2} M",
         res.summary.accesses as f64 / wall / 1e6
     );
-    println!("  accesses per wall second (steady) {:.2} M", steady / 1e6);
     let limit = host_rmw_limit();
     println!(
-        "  host limit (random RMW, 120 MiB)  {:.2} M per second; steady / limit = {:.2}",
-        limit / 1e6,
+        "  host limit (random RMW, 120 MiB)  {:.2} M per second, one core",
+        limit / 1e6
+    );
+    let producers = if ahead.generate_ahead {
+        "pmbench drawn ahead on a producer thread"
+    } else {
+        "one core"
+    };
+    println!(
+        "  accesses per wall second (steady) {:.2} M ({producers}); steady / limit = {:.2}",
+        steady / 1e6,
         steady / limit
     );
+    if let Some(one) = one_core {
+        println!(
+            "                                    {:.2} M (one core, drawn inline); steady / limit = {:.2}",
+            one / 1e6,
+            one / limit
+        );
+    }
     println!(
         "  page+frame tables                 {:.1} bytes per simulated page",
         res.host_table_bytes as f64 / pages

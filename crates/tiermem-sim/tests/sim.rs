@@ -46,6 +46,26 @@ fn same_seed_gives_byte_identical_summary() {
     assert_ne!(a, c, "a different seed should change the run");
 }
 
+/// Generating pmbench's accesses ahead on producer threads changes nothing: the same
+/// summary and timeline, byte for byte, as generating them inline.
+#[test]
+fn generating_ahead_gives_byte_identical_results() {
+    use tiermem_sim::engine::RunOptions;
+    let text = "duration = \"400ms\"\n[kernel]\nnuma_balancing = 2\ndemotion_enabled = true\n[[workloads]]\ntype = \"pmbench\"\nprocesses = 2\nthreads = 2\nmapsize = \"40MiB\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\n";
+    let cfg = config(text);
+    let outcome = |generate_ahead: bool| {
+        let mut sim = Simulation::new_with(&cfg, RunOptions { generate_ahead }).unwrap();
+        let r = sim.run(&mut |_| {}).unwrap();
+        (
+            serde_json::to_string_pretty(&r.summary).unwrap(),
+            r.timeline_csv,
+        )
+    };
+    let inline = outcome(false);
+    assert!(inline.0.contains("\"accesses\""), "{}", inline.0);
+    assert_eq!(outcome(true), inline);
+}
+
 #[test]
 fn workload_larger_than_fast_node_fills_it_to_the_low_watermark_and_spills() {
     // Default (local) policy: the fast path takes node 0 down to its low watermark, then

@@ -223,6 +223,7 @@ fn make_threads(
     specs: Vec<workload::ThreadSpec>,
     seed: u64,
     nn: usize,
+    opts: RunOptions,
 ) -> (Vec<Thread>, BarrierGroups) {
     let mut groups: BarrierGroups = Vec::new();
     let threads = specs
@@ -236,6 +237,14 @@ fn make_threads(
                 groups[g].0.push(i);
             }
             let waiter = s.generator.waiter();
+            let rng = mix_seed(seed, s.workload as u64 + 1, i as u64);
+            // A thread without wakeups draws random numbers for its accesses only, so
+            // its generator may run ahead with the stream.
+            let gen = if opts.generate_ahead && waiter.is_none() && s.generator.is_open_loop() {
+                crate::workload::ahead::Ahead::spawn(s.generator, rng.clone())
+            } else {
+                s.generator
+            };
             Thread {
                 spec_workload: s.workload,
                 proc: s.proc,
@@ -250,8 +259,8 @@ fn make_threads(
                 cpu_per_line_at_run: s.cpu_per_line_from_run.then(|| s.cpu_per_line.ps()),
                 run_duration: s.run_duration,
                 latency_probe: s.latency_probe,
-                gen: s.generator,
-                rng: mix_seed(seed, s.workload as u64 + 1, i as u64),
+                gen,
+                rng,
                 buf: Vec::with_capacity(256),
                 cursor: 0,
                 clock: s.start.ps(),
@@ -416,9 +425,32 @@ fn mix_seed(seed: u64, a: u64, b: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::from_rng(&mut sm).expect("seeding cannot fail")
 }
 
+/// How a simulation uses the host; results are the same under every choice.
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions {
+    /// Open-loop generators (pmbench) draw their accesses ahead on producer threads, one
+    /// per simulated thread ([`crate::workload::ahead`]), so the engine's core spends no time
+    /// on them. Default: on when the host has more than one CPU. Turn it off when other
+    /// simulations already keep every core busy (the lab's parallel variants).
+    pub generate_ahead: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            generate_ahead: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+        }
+    }
+}
+
 impl Simulation {
     /// Build the machine, kernel and workloads of a validated config.
     pub fn new(cfg: &SimConfig) -> Result<Simulation, SimError> {
+        Simulation::new_with(cfg, RunOptions::default())
+    }
+
+    /// [`Simulation::new`] with explicit [`RunOptions`].
+    pub fn new_with(cfg: &SimConfig, opts: RunOptions) -> Result<Simulation, SimError> {
         cfg.validate()?;
         let topo = Topology::new(&cfg.machine)?;
         let nn = topo.nr_nodes();
@@ -438,7 +470,7 @@ impl Simulation {
             kernel.reset_vmstat();
         }
         kernel.set_vmstat_thresholds();
-        let (threads, groups) = make_threads(specs, cfg.seed, nn);
+        let (threads, groups) = make_threads(specs, cfg.seed, nn, opts);
         for (i, th) in threads.iter().enumerate() {
             let tid = kernel.numa_register_task(th.proc, th.cpu_node, SimTime(th.clock));
             debug_assert_eq!(tid, i);

@@ -7,6 +7,7 @@
 //! additions.
 
 pub mod access;
+pub mod ahead;
 pub mod damon_workloads;
 pub mod synthetic;
 pub mod trace_replay;
@@ -42,6 +43,8 @@ pub enum Generator {
     Xsbench(crate::workload::xsbench::XsbenchGen),
     Trace(Box<crate::workload::trace_replay::TraceGen>),
     Synthetic(crate::workload::synthetic::SyntheticGen),
+    /// An open-loop generator running ahead on a producer thread ([`ahead`]).
+    Ahead(Box<ahead::Ahead>),
 }
 
 impl Generator {
@@ -49,7 +52,17 @@ impl Generator {
     /// loop): where a store would fault, its load half faults first (on an untouched page
     /// that maps the zero page, which the store then copies).
     pub fn stores_load_first(&self) -> bool {
-        matches!(self, Generator::Synthetic(_))
+        match self {
+            Generator::Ahead(a) => a.stores_load_first(),
+            g => matches!(g, Generator::Synthetic(_)),
+        }
+    }
+
+    /// The stream depends on nothing but the generator's own state and random draws (no
+    /// clock, kernel or other thread), so it can run ahead ([`ahead::Ahead`]). pmbench's
+    /// loop is; the others are not yet checked for it.
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self, Generator::Pmbench(_))
     }
 
     /// Fill `out` (cleared first) or return a control step.
@@ -66,6 +79,7 @@ impl Generator {
             Generator::Xsbench(g) => g.next(rng, out),
             Generator::Trace(g) => g.next(out),
             Generator::Synthetic(g) => g.next(rng, out),
+            Generator::Ahead(g) => g.next(out),
         }
     }
 
