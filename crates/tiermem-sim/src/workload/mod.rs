@@ -180,20 +180,25 @@ impl Pattern {
         }
     }
 
+    /// Irwin-Hall: twelve uniform draws over [0, k) from six 64-bit numbers (two 32-bit
+    /// halves each, multiply-shift), summed and re-centred.
+    #[inline(always)]
+    fn normal_ih(rng: &mut Xoshiro256PlusPlus, n: u64, k: u64, offset: u64) -> u64 {
+        let mut sum = 0u64;
+        for _ in 0..6 {
+            let r = rng.next_u64();
+            sum += ((r & 0xFFFF_FFFF) * k) >> 32;
+            sum += ((r >> 32) * k) >> 32;
+        }
+        (sum + offset).min(n - 1)
+    }
+
     /// The next page in [0, N).
     #[inline]
     pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus) -> u64 {
         match self {
             Pattern::Uniform { n } => ((rng.next_u64() >> 32) * *n) >> 32,
-            Pattern::NormalIh { n, k, offset } => {
-                let mut sum = 0u64;
-                for _ in 0..6 {
-                    let r = rng.next_u64();
-                    sum += ((r & 0xFFFF_FFFF) * *k) >> 32;
-                    sum += ((r >> 32) * *k) >> 32;
-                }
-                (sum + *offset).min(*n - 1)
-            }
+            Pattern::NormalIh { n, k, offset } => Pattern::normal_ih(rng, *n, *k, *offset),
             Pattern::Normal { n, sigma, spare } => {
                 let z = match spare.take() {
                     Some(z) => z,
@@ -332,17 +337,29 @@ impl PmbenchGen {
         }
     }
 
+    /// `n` accesses: a page from the pattern, then the read/write draw.
     #[inline]
     fn fill(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>, n: usize) {
         let thr = self.read_threshold;
-        for _ in 0..n {
-            let page = self.pattern.next(rng);
+        let access = |page: u64, rng: &mut Xoshiro256PlusPlus| {
             let rw = rng.next_u64() & 1023;
-            out.push(Access {
+            Access {
                 idx: page as u32,
                 lines: 1,
                 kind: if rw < thr { K_READ } else { K_WRITE },
-            });
+            }
+        };
+        out.reserve(n);
+        match self.pattern {
+            // The common case, with the pattern's match taken out of the loop.
+            Pattern::NormalIh { n: pages, k, offset } => out.extend((0..n).map(|_| {
+                let page = Pattern::normal_ih(rng, pages, k, offset);
+                access(page, rng)
+            })),
+            _ => out.extend((0..n).map(|_| {
+                let page = self.pattern.next(rng);
+                access(page, rng)
+            })),
         }
     }
 }
