@@ -19,6 +19,11 @@ pub struct ValidateArgs {
     /// DIR/<scenario>/.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also run each scenario under N − 1 further seeds (its seed + 1, + 2, …) and show in
+    /// how many of the N runs each check passes. The verdict and the exit code stay the
+    /// scenario's own seed's.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    seeds: u64,
     /// Print the QEMU arguments of the scenario's machine and exit (used by
     /// validation/record.sh).
     #[arg(long, hide = true)]
@@ -71,12 +76,22 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
     }
     let (mut scenarios_ok, mut checks, mut passed) = (0, 0, 0);
     let mut errors = Vec::new();
-    let mut summary =
-        String::from("| scenario | checks within tolerance | failing |\n|---|---|---|\n");
+    let mut summary = if a.seeds > 1 {
+        String::from("| scenario | checks within tolerance | failing | seeds passing every check |\n|---|---|---|---|\n")
+    } else {
+        String::from("| scenario | checks within tolerance | failing |\n|---|---|---|\n")
+    };
     let mut details = String::new();
     for p in &paths {
         let t0 = std::time::Instant::now();
-        let o = match Scenario::load(p, a.kernel.as_deref()).and_then(|sc| sc.run()) {
+        let run = |sc: Scenario| -> Result<_, Error> {
+            let mut o = sc.run()?;
+            if a.seeds > 1 {
+                o.seeds = Some(sc.seed_spread(&o, a.seeds)?);
+            }
+            Ok(o)
+        };
+        let o = match Scenario::load(p, a.kernel.as_deref()).and_then(run) {
             Ok(o) => o,
             Err(e) if paths.len() > 1 => {
                 println!("== {}: {e}\n", p.display());
@@ -97,6 +112,12 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
             t0.elapsed().as_secs_f64()
         );
         print!("{}", o.table());
+        let spread = o.seeds.as_ref().map_or(String::new(), |sp| {
+            format!("{} of {}", sp.all_pass, sp.runs)
+        });
+        if !spread.is_empty() {
+            println!("every check within tolerance under {spread} seeds");
+        }
         if let Some(dir) = &a.out {
             let d = o.write(dir)?;
             println!("report: {}", d.join("report.md").display());
@@ -112,12 +133,17 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
             .map(|r| r.check.as_str())
             .collect();
         summary.push_str(&format!(
-            "| [{}](#{}) | {} of {} | {} |\n",
+            "| [{}](#{}) | {} of {} | {} |{}\n",
             o.name,
             o.name,
             o.passed(),
             o.results.len(),
-            failing.join("; ")
+            failing.join("; "),
+            if spread.is_empty() {
+                String::new()
+            } else {
+                format!(" {spread} |")
+            }
         ));
         let note = o.recordings_note();
         let note = note.trim_start_matches(", ");

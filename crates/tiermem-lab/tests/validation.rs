@@ -66,3 +66,25 @@ fn no_passing_check_regresses() {
         "checks that passed in validation/baseline.json fail now: {regressed:#?}"
     );
 }
+
+/// `--seeds`: the scenario's own run counts first, each row gets its pass count over the
+/// runs, and the counts agree with running the seeds one by one.
+#[test]
+fn seed_spread_counts_each_check_over_the_seeds() {
+    let sc = Scenario::load(&suite().join("wi-vma"), None).unwrap();
+    let o = sc.run().unwrap();
+    let spread = sc.seed_spread(&o, 3).unwrap();
+    assert_eq!((spread.runs, spread.passes.len()), (3, o.results.len()));
+    let mut expected = vec![0; o.results.len()];
+    let mut all = 0;
+    for k in 0..3 {
+        let mut one = Scenario::load(&suite().join("wi-vma"), None).unwrap();
+        one.cfg.seed = sc.cfg.seed + k;
+        let r = one.run().unwrap().results;
+        for (i, row) in o.results.iter().enumerate() {
+            expected[i] += usize::from(r.iter().any(|x| x.check == row.check && x.pass));
+        }
+        all += usize::from(r.iter().all(|x| x.pass));
+    }
+    assert_eq!((spread.passes, spread.all_pass), (expected, all));
+}

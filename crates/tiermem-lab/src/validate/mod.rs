@@ -114,6 +114,35 @@ pub struct Outcome {
     pub columns: Vec<String>,
     /// Recordings compared: the primary and its repeats.
     pub recordings: usize,
+    /// How the checks fare under other seeds (`tiermem validate --seeds`).
+    pub seeds: Option<SeedSpread>,
+}
+
+/// Each check's passes over several seeds ([`Scenario::seed_spread`]); the scenario's own
+/// seed is the first run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SeedSpread {
+    pub runs: usize,
+    /// Runs in which every check passed.
+    pub all_pass: usize,
+    /// Per row of the outcome (same order): the runs in which it passed. A row a run does
+    /// not produce counts as failed there.
+    pub passes: Vec<usize>,
+}
+
+impl SeedSpread {
+    fn count(rows: &[CheckResult], runs: &[Vec<CheckResult>]) -> SeedSpread {
+        let passed =
+            |run: &[CheckResult], check: &str| run.iter().any(|r| r.check == check && r.pass);
+        SeedSpread {
+            runs: runs.len(),
+            all_pass: runs.iter().filter(|run| run.iter().all(|r| r.pass)).count(),
+            passes: rows
+                .iter()
+                .map(|row| runs.iter().filter(|run| passed(run, &row.check)).count())
+                .collect(),
+        }
+    }
 }
 
 impl Outcome {
@@ -282,7 +311,31 @@ impl Scenario {
     /// Simulate and compare.
     pub fn run(&self) -> Result<Outcome, Error> {
         let out = tiermem_sim::run_config(&self.cfg)?;
-        let sim = Timeline::parse(&out.timeline_csv, "simulated timeline")?;
+        self.compare(out.timeline_csv)
+    }
+
+    /// The scenario under `n` − 1 further seeds (the scenario's seed + 1, + 2, …), run in
+    /// parallel: how often each check passes. The kernel's own runs differ from boot to
+    /// boot (DAMON's random splits, where a scan lands), and so do the simulator's from
+    /// seed to seed; a check that passes under one seed only is luck, not fidelity.
+    pub fn seed_spread(&self, outcome: &Outcome, n: u64) -> Result<SeedSpread, Error> {
+        let configs: Vec<SimConfig> = (1..n)
+            .map(|k| {
+                let mut cfg = self.cfg.clone();
+                cfg.seed = self.cfg.seed.wrapping_add(k);
+                cfg
+            })
+            .collect();
+        let mut runs = vec![outcome.results.clone()];
+        for r in crate::experiment::run_all(&configs, &|_, _, _| {}) {
+            runs.push(self.compare(r?.timeline_csv)?.results);
+        }
+        Ok(SeedSpread::count(&outcome.results, &runs))
+    }
+
+    /// Compare a simulated timeline with the recordings.
+    fn compare(&self, timeline_csv: String) -> Result<Outcome, Error> {
+        let sim = Timeline::parse(&timeline_csv, "simulated timeline")?;
         let tol = self.tolerances();
         let mut results = Vec::new();
         let mut columns = Vec::new();
@@ -317,10 +370,11 @@ impl Scenario {
             tolerances: tol,
             results,
             sim,
-            sim_csv: out.timeline_csv,
+            sim_csv: timeline_csv,
             kernel: self.kernel.clone(),
             columns,
             recordings: 1 + self.repeats.len(),
+            seeds: None,
         })
     }
 }
@@ -335,8 +389,12 @@ impl Outcome {
             "difference".into(),
             "tolerance".into(),
             "".into(),
+            if self.seeds.is_some() { "seeds" } else { "" }.into(),
         ]];
-        for r in &self.results {
+        for (i, r) in self.results.iter().enumerate() {
+            let spread = self.seeds.as_ref().map_or(String::new(), |sp| {
+                format!("{}/{}", sp.passes.get(i).copied().unwrap_or(0), sp.runs)
+            });
             rows.push([
                 r.check.clone(),
                 r.kernel.clone(),
@@ -344,9 +402,10 @@ impl Outcome {
                 r.diff.clone(),
                 r.tolerance.clone(),
                 if r.pass { "ok" } else { "FAIL" }.into(),
+                spread,
             ]);
         }
-        let mut w = [0usize; 6];
+        let mut w = [0usize; 7];
         for r in &rows {
             for (i, c) in r.iter().enumerate() {
                 w[i] = w[i].max(c.chars().count());
@@ -390,6 +449,7 @@ impl Outcome {
             "recordings": self.recordings,
             "passed": self.passed(),
             "checks": self.results,
+            "seeds": self.seeds,
         });
         put("results.json", format!("{json:#}\n"))?;
         let svg = plot::overlay(&self.name, &self.kernel, &self.sim, &self.columns);

@@ -352,7 +352,11 @@ impl PmbenchGen {
         out.reserve(n);
         match self.pattern {
             // The common case, with the pattern's match taken out of the loop.
-            Pattern::NormalIh { n: pages, k, offset } => out.extend((0..n).map(|_| {
+            Pattern::NormalIh {
+                n: pages,
+                k,
+                offset,
+            } => out.extend((0..n).map(|_| {
                 let page = Pattern::normal_ih(rng, pages, k, offset);
                 access(page, rng)
             })),
