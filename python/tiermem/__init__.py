@@ -30,6 +30,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from . import _builders
 from ._builders import (
     Config,
     Kernel,
@@ -83,22 +84,8 @@ def _package_version() -> str:
 __version__ = _package_version()
 
 __all__ = [
-    "Config",
     "ConfigError",
-    "Kernel",
-    "KernelCosts",
-    "Machine",
-    "MemPolicy",
-    "Mlc",
-    "Node",
-    "NumaBalancing",
-    "Pmbench",
     "Result",
-    "Sim",
-    "Stream",
-    "Swap",
-    "Workload",
-    "Zram",
     "__version__",
     "check_config",
     "flatten_summary",
@@ -108,6 +95,8 @@ __all__ = [
     "sweep",
     "to_toml",
 ]
+# The config builders (Config, Kernel, Machine, Pmbench, ...): their module's names.
+__all__ += _builders.__all__
 
 ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any], Config]
 #: ``set``-path overrides: ``{"kernel.numa.hot_threshold_ms": 500, ...}`` or pairs.

@@ -845,6 +845,21 @@ pub(crate) fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// A text importer's arbitrary-input property: given `data`, strictly and leniently,
+/// `import` either succeeds or fails with an error that names a line.
+#[cfg(test)]
+pub(crate) fn fails_only_with_a_line<T>(
+    unit: TimeUnit,
+    data: &[u8],
+    import: impl Fn(&[u8], &mut TraceWriter<&mut Vec<u8>>, bool) -> Result<T, TraceError>,
+) -> bool {
+    [false, true].into_iter().all(|lenient| {
+        let mut buf = Vec::new();
+        let mut w = TraceWriter::new(&mut buf, unit, "fuzz").expect("in-memory writer");
+        import(data, &mut w, lenient).map_or_else(|e| e.to_string().contains("line "), |_| true)
+    })
+}
+
 #[cfg(test)]
 pub(crate) fn import_and_read<T>(
     unit: TimeUnit,
