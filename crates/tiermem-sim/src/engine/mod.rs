@@ -226,6 +226,13 @@ fn make_threads(
     opts: RunOptions,
 ) -> (Vec<Thread>, BarrierGroups) {
     let mut groups: BarrierGroups = Vec::new();
+    // A thread without wakeups draws random numbers for its accesses only, so its
+    // generator may run ahead with the stream; each producer holds up to 640 KiB of chunks,
+    // so a run with more of them than MAX_PRODUCERS generates inline throughout.
+    let ahead_ok =
+        |s: &workload::ThreadSpec| s.generator.waiter().is_none() && s.generator.is_open_loop();
+    let generate_ahead = opts.generate_ahead
+        && specs.iter().filter(|s| ahead_ok(s)).count() <= crate::workload::ahead::MAX_PRODUCERS;
     let threads = specs
         .into_iter()
         .enumerate()
@@ -238,9 +245,7 @@ fn make_threads(
             }
             let waiter = s.generator.waiter();
             let rng = mix_seed(seed, s.workload as u64 + 1, i as u64);
-            // A thread without wakeups draws random numbers for its accesses only, so
-            // its generator may run ahead with the stream.
-            let gen = if opts.generate_ahead && waiter.is_none() && s.generator.is_open_loop() {
+            let gen = if generate_ahead && ahead_ok(&s) {
                 crate::workload::ahead::Ahead::spawn(s.generator, rng.clone())
             } else {
                 s.generator

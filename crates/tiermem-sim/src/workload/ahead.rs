@@ -9,7 +9,7 @@
 //! on drawing pages (41 % of a pmbench run's time, `docs/performance.md`).
 //!
 //! Memory: at most [`DEPTH`] + 2 chunks of [`CHUNK_ACCESSES`] accesses (8 bytes each) per
-//! thread, 640 KiB.
+//! thread, 640 KiB, and at most [`MAX_PRODUCERS`] producers per simulation.
 
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -26,6 +26,10 @@ pub const CHUNK_ACCESSES: usize = 16 * 1024;
 const CHUNK_STEPS: usize = 1024;
 /// Chunks ready and waiting per thread.
 pub const DEPTH: usize = 3;
+/// Producer threads one simulation may start: 64 × 640 KiB of chunks at most (40 MiB). A
+/// run with more open-loop threads generates inline (with that many, the cores are shared
+/// anyway).
+pub const MAX_PRODUCERS: usize = 64;
 
 /// Steps of a generator, in order: `steps[i]` is the i-th step and the end of its accesses
 /// in `accesses` (each starts where the previous ended).
