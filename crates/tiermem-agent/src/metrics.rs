@@ -358,24 +358,33 @@ fn escape_label(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The exposition of the fake two-node host with one target and `c`'s statistics.
+    fn render_fake(
+        c: &ControllerStats,
+        schemes: &[(String, usize, crate::damon::SchemeStats)],
+        ticks: u64,
+    ) -> String {
+        let t = crate::host::fake_two_node();
+        render(
+            &t.fs(),
+            &MetricsInput {
+                controller: Some(c),
+                targets: 1,
+                schemes,
+                cgroup_reclaimed_bytes: 0,
+                ticks,
+            },
+        )
+    }
+
     #[test]
     fn renders_node_vmstat_and_controller_families() {
-        let t = crate::host::fake_two_node();
         let c = ControllerStats {
             promoted_bytes: 8192,
             threshold_permil: 500,
             ..Default::default()
         };
-        let s = render(
-            &t.fs(),
-            &MetricsInput {
-                controller: Some(&c),
-                targets: 1,
-                schemes: &[],
-                cgroup_reclaimed_bytes: 0,
-                ticks: 3,
-            },
-        );
+        let s = render_fake(&c, &[], 3);
         assert!(
             s.contains(
                 "tiermem_node_memory_bytes{node=\"1\",tier=\"22\",kind=\"free\"} 1024000000"
@@ -392,23 +401,13 @@ mod tests {
     /// metrics` as well when it is installed (CI installs Debian's `prometheus`).
     #[test]
     fn exposition_is_valid_for_prometheus() {
-        let t = crate::host::fake_two_node();
         let c = ControllerStats::default();
         let st = crate::damon::SchemeStats::default();
         let schemes = vec![
             ("tiering-1".to_string(), 0usize, st),
             ("own \"x\"".to_string(), 1, st),
         ];
-        let s = render(
-            &t.fs(),
-            &MetricsInput {
-                controller: Some(&c),
-                targets: 1,
-                schemes: &schemes,
-                cgroup_reclaimed_bytes: 0,
-                ticks: 3,
-            },
-        );
+        let s = render_fake(&c, &schemes, 3);
         let mut seen = std::collections::BTreeSet::new();
         let mut current = String::new();
         for line in s.lines() {
@@ -493,23 +492,13 @@ mod tests {
     /// and every label it selects on or shows in a legend is one of that family's labels.
     #[test]
     fn the_dashboard_queries_what_the_agent_exports() {
-        let t = crate::host::fake_two_node();
         let c = ControllerStats::default();
         let schemes = vec![(
             "reclaim".to_string(),
             0usize,
             crate::damon::SchemeStats::default(),
         )];
-        let text = render(
-            &t.fs(),
-            &MetricsInput {
-                controller: Some(&c),
-                targets: 1,
-                schemes: &schemes,
-                cgroup_reclaimed_bytes: 0,
-                ticks: 1,
-            },
-        );
+        let text = render_fake(&c, &schemes, 1);
         // family -> the label names of its samples
         let mut labels: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
             Default::default();
