@@ -245,7 +245,7 @@ fn make_threads(
             }
             let waiter = s.generator.waiter();
             let rng = mix_seed(seed, s.workload as u64 + 1, i as u64);
-            let gen = if generate_ahead && ahead_ok(&s) {
+            let gen = if generate_ahead && waiter.is_none() && s.generator.is_open_loop() {
                 crate::workload::ahead::Ahead::spawn(s.generator, rng.clone())
             } else {
                 s.generator

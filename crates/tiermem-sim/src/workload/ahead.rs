@@ -12,7 +12,6 @@
 //! thread, 640 KiB, and at most [`MAX_PRODUCERS`] producers per simulation.
 
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -60,36 +59,33 @@ impl Ahead {
         let stores_load_first = gen.stores_load_first();
         let (tx, rx) = mpsc::sync_channel(DEPTH);
         let (recycle, recycled) = mpsc::channel();
-        // The producer takes the generator out of the slot; if it never starts, the slot
-        // still holds it.
-        let slot = Arc::new(Mutex::new(Some((gen, rng))));
-        let theirs = Arc::clone(&slot);
+        // The generator goes over once the thread exists, so a failed start leaves it here.
+        let (job_tx, job) = mpsc::channel::<(Generator, Xoshiro256PlusPlus)>();
         let started = std::thread::Builder::new()
             .name("tiermem-gen".into())
             .spawn(move || {
-                let taken = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some((gen, rng)) = taken {
+                if let Ok((gen, rng)) = job.recv() {
                     produce(gen, rng, &tx, &recycled);
                 }
             });
-        match started {
-            Ok(producer) => Generator::Ahead(Box::new(Ahead {
-                rx: Some(rx),
-                recycle,
-                cur: Chunk::default(),
-                next_step: 0,
-                stores_load_first,
-                producer: Some(producer),
-            })),
+        let producer = match started {
+            Ok(h) => h,
             Err(e) => {
                 tracing::warn!(%e, "no producer thread: the generator runs inline");
-                let taken = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                match taken {
-                    Some((gen, _)) => gen,
-                    None => unreachable!("a producer that did not start took nothing"),
-                }
+                return gen;
             }
+        };
+        if let Err(mpsc::SendError((gen, _))) = job_tx.send((gen, rng)) {
+            return gen;
         }
+        Generator::Ahead(Box::new(Ahead {
+            rx: Some(rx),
+            recycle,
+            cur: Chunk::default(),
+            next_step: 0,
+            stores_load_first,
+            producer: Some(producer),
+        }))
     }
 
     pub fn stores_load_first(&self) -> bool {
