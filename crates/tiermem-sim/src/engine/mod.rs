@@ -9,6 +9,7 @@
 //!
 //! Call order: [`Simulation::new`] → [`Simulation::run`] (once) → results.
 
+pub mod events;
 pub mod observe;
 pub mod user_tiering;
 
@@ -80,6 +81,10 @@ struct Thread {
     bytes: u64,
     run_mark: Option<(u64, u64, u64, u128, u64)>,
     run_end: Option<u64>,
+    /// The generator's stationary phase, for a switch to page events at its start.
+    stationary: Option<workload::Stationary>,
+    /// Page-event state once the thread has switched ([`events`]).
+    events: Option<Box<events::EventThread>>,
 }
 
 impl Thread {
@@ -224,6 +229,7 @@ fn make_threads(
     seed: u64,
     nn: usize,
     opts: RunOptions,
+    events: bool,
 ) -> (Vec<Thread>, BarrierGroups) {
     let mut groups: BarrierGroups = Vec::new();
     // A thread without wakeups draws random numbers for its accesses only, so its
@@ -233,6 +239,7 @@ fn make_threads(
         |s: &workload::ThreadSpec| s.generator.waiter().is_none() && s.generator.is_open_loop();
     let generate_ahead = opts.generate_ahead
         && specs.iter().filter(|s| ahead_ok(s)).count() <= crate::workload::ahead::MAX_PRODUCERS;
+    let mut pmfs = Vec::new();
     let threads = specs
         .into_iter()
         .enumerate()
@@ -245,6 +252,7 @@ fn make_threads(
             }
             let waiter = s.generator.waiter();
             let rng = mix_seed(seed, s.workload as u64 + 1, i as u64);
+            let stationary = events.then(|| s.generator.stationary(&mut pmfs)).flatten();
             let gen = if generate_ahead && waiter.is_none() && s.generator.is_open_loop() {
                 crate::workload::ahead::Ahead::spawn(s.generator, rng.clone())
             } else {
@@ -285,6 +293,8 @@ fn make_threads(
                 bytes: 0,
                 run_mark: None,
                 run_end: None,
+                stationary,
+                events: None,
             }
         })
         .collect();
@@ -475,7 +485,8 @@ impl Simulation {
             kernel.reset_vmstat();
         }
         kernel.set_vmstat_thresholds();
-        let (threads, groups) = make_threads(specs, cfg.seed, nn, opts);
+        let events = cfg.sim.engine != tiermem_core::config::EngineKind::Access;
+        let (threads, groups) = make_threads(specs, cfg.seed, nn, opts, events);
         for (i, th) in threads.iter().enumerate() {
             let tid = kernel.numa_register_task(th.proc, th.cpu_node, SimTime(th.clock));
             debug_assert_eq!(tid, i);
@@ -610,7 +621,11 @@ impl Simulation {
                     self.threads[ti].state = ThreadState::Running;
                 }
                 if self.threads[ti].state == ThreadState::Running {
-                    self.run_thread(ti, stop)?;
+                    if self.threads[ti].events.is_some() {
+                        self.run_events(ti, stop)?;
+                    } else {
+                        self.run_thread(ti, stop)?;
+                    }
                 }
             }
             // Kernel threads catch up.
@@ -732,6 +747,10 @@ impl Simulation {
                         }
                         if let Some(d) = th.run_duration {
                             th.deadline = th.clock + d.ps();
+                        }
+                        if self.wants_events(ti) {
+                            self.switch_to_events(ti);
+                            return self.run_events(ti, stop);
                         }
                         continue;
                     }

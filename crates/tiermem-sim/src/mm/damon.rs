@@ -188,16 +188,16 @@ impl SimOps<'_> {
         }
     }
 
-    fn pte_mut(&mut self, n: usize, pfn: u32) -> &mut u64 {
+    /// Clear the accessed bit of the PTE that maps a frame.
+    fn clear_young_of(&mut self, n: usize, pfn: u32) {
         let f = self.kernel.nodes[n].frames[pfn as usize];
-        &mut self.kernel.procs[f.owner as usize].ptes[f.vpn as usize]
+        self.kernel.clear_young(f.owner as usize, f.vpn);
     }
 
     /// `damon_ptep_mkold` + `folio_set_idle`.
     fn mkold(&mut self, n: usize, pfn: u32) {
-        let pte = self.pte_mut(n, pfn);
-        let was_young = *pte & PTE_ACCESSED != 0;
-        *pte &= !PTE_ACCESSED;
+        let f = self.kernel.nodes[n].frames[pfn as usize];
+        let was_young = self.kernel.test_and_clear_young(f.owner as usize, f.vpn);
         let fl = &mut self.kernel.nodes[n].frames[pfn as usize].flags;
         if was_young {
             *fl |= F_YOUNG;
@@ -208,8 +208,7 @@ impl SimOps<'_> {
     /// `damon_folio_young`: PTE young or no longer idle.
     fn young(&mut self, n: usize, pfn: u32) -> bool {
         let f = self.kernel.nodes[n].frames[pfn as usize];
-        let pte = self.kernel.procs[f.owner as usize].ptes[f.vpn as usize];
-        pte & PTE_ACCESSED != 0 || f.flags & F_IDLE == 0
+        self.kernel.pte_young(f.owner as usize, f.vpn) || f.flags & F_IDLE == 0
     }
 
     /// Whether a frame has a filter's property (the young filter checks and clears).
@@ -276,7 +275,7 @@ impl SimOps<'_> {
         let cpu = self.kernel.procs[p as usize].cpu_node;
         match self.kernel.handle_fault(p, idx, false, cpu, self.now) {
             Ok(cost) => {
-                self.kernel.procs[p as usize].ptes[idx as usize] &= !PTE_ACCESSED;
+                self.kernel.clear_young(p as usize, idx);
                 cost
             }
             Err(_) => SimDuration::ZERO,
@@ -295,7 +294,7 @@ impl SimOps<'_> {
         match action {
             DamosAction::Pageout => {
                 // reclaim_pages → shrink_folio_list ignoring references, no demotion.
-                *self.pte_mut(n, pfn) &= !PTE_ACCESSED;
+                self.clear_young_of(n, pfn);
                 self.kernel.nodes[n].lru_del(pfn);
                 let cost = self.kernel.swap_out(n, pfn);
                 if cost.is_none() {
@@ -306,7 +305,7 @@ impl SimOps<'_> {
             DamosAction::Cold | DamosAction::LruDeprio => {
                 // folio_deactivate (MADV_COLD also clears young and referenced).
                 if action == DamosAction::Cold {
-                    *self.pte_mut(n, pfn) &= !PTE_ACCESSED;
+                    self.clear_young_of(n, pfn);
                     self.kernel.nodes[n].frames[pfn as usize].flags &= !F_YOUNG;
                 }
                 let node = &mut self.kernel.nodes[n];

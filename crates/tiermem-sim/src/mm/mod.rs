@@ -21,6 +21,7 @@ pub mod alloc;
 pub mod budget;
 pub mod damon;
 pub mod ksm;
+pub mod lazy;
 pub mod mem;
 pub mod mempolicy;
 pub mod migrate;
@@ -128,6 +129,9 @@ pub struct Kernel {
     pending_mbinds: Vec<crate::mm::mempolicy::PendingMbind>,
     /// Host memory the page tables may still take.
     budget: crate::mm::budget::Budget,
+    /// Processes whose accessed bits and faulting touches the page-event engine draws
+    /// ([`lazy`]); `None` under the access engine.
+    lazy: Option<lazy::LazyAccess>,
 }
 
 /// `NUMA_BALANCING_NORMAL`.
@@ -176,6 +180,7 @@ impl Kernel {
             },
             oom_victims: Vec::new(),
             ksm,
+            lazy: None,
         }
     }
 

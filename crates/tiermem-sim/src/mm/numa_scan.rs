@@ -333,6 +333,7 @@ impl Kernel {
                     now_ms as u32 & PAGE_ACCESS_TIME_MASK;
             }
             self.procs[proc].ptes[idx as usize] = pte | PTE_PROTNONE;
+            self.note_will_fault(proc, idx as u32);
             self.vmstat.inc(nid, Vm::NumaPteUpdates);
             updated += 1;
         }

@@ -77,6 +77,7 @@ impl Kernel {
             return None;
         }
         self.procs[f.owner as usize].ptes[f.vpn as usize] = new_pte;
+        self.note_will_fault(f.owner as usize, f.vpn);
         self.procs[f.owner as usize].rss -= 1;
         self.nodes[n].free_frame(pfn);
         self.vmstat.inc(n, Vm::Pswpout);

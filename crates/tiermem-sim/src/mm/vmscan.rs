@@ -307,12 +307,7 @@ impl Kernel {
         if f.owner == OWNER_KSM {
             return self.ksm_folio_referenced(f.vpn);
         }
-        let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
-        let mut refs = 0;
-        if *pte & PTE_ACCESSED != 0 {
-            *pte &= !PTE_ACCESSED;
-            refs = 1;
-        }
+        let mut refs = u32::from(self.test_and_clear_young(f.owner as usize, f.vpn));
         let fl = &mut self.nodes[n].frames[pfn as usize].flags;
         if *fl & F_YOUNG != 0 {
             *fl &= !F_YOUNG;

@@ -9,6 +9,7 @@
 pub mod access;
 pub mod ahead;
 pub mod damon_workloads;
+pub mod pmf;
 pub mod synthetic;
 pub mod trace_replay;
 pub mod vm_guest;
@@ -30,6 +31,15 @@ pub use crate::workload::access::{
 };
 
 const BATCH: usize = 256;
+
+/// A generator's stationary phase, as the page-event engine sees it.
+#[derive(Clone)]
+pub struct Stationary {
+    /// Per page-table index, the probability that one access touches the page.
+    pub pmf: pmf::Pmf,
+    /// The share of accesses that are loads (the rest are stores).
+    pub read_share: f64,
+}
 
 /// A thread's access generator.
 pub enum Generator {
@@ -63,6 +73,28 @@ impl Generator {
     /// loop is; the others are not yet checked for it.
     pub fn is_open_loop(&self) -> bool {
         matches!(self, Generator::Pmbench(_))
+    }
+
+    /// What the page-event engine needs of a generator whose measured phase draws every
+    /// page independently from one fixed distribution (pmbench's `uniform`, `normal_ih`
+    /// and `pareto`); `None` for the others. `cache` shares one distribution between the
+    /// threads that draw from the same pattern.
+    pub fn stationary(&self, cache: &mut Vec<(Pattern, pmf::Pmf)>) -> Option<Stationary> {
+        let Generator::Pmbench(g) = self else {
+            return None;
+        };
+        let pmf = match cache.iter().find(|(p, _)| *p == g.pattern) {
+            Some((_, pmf)) => pmf.clone(),
+            None => {
+                let pmf = pmf::of_pattern(&g.pattern)?;
+                cache.push((g.pattern.clone(), pmf.clone()));
+                pmf
+            }
+        };
+        Some(Stationary {
+            pmf,
+            read_share: g.read_threshold as f64 / 1024.0,
+        })
     }
 
     /// Fill `out` (cleared first) or return a control step.
@@ -109,7 +141,7 @@ impl Generator {
 // ---------------------------------------------------------------------------------------
 
 /// A pmbench page pattern (`pattern.c`), per-thread state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Pattern {
     Uniform {
         n: u64,

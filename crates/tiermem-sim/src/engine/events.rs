@@ -1,0 +1,351 @@
+//! The page-event engine (`sim.engine = "events"` / `"auto"`): threads whose measured phase
+//! draws pages independently from one fixed distribution (pmbench's `uniform`, `normal_ih`,
+//! `pareto`) stop executing accesses one by one at the phase's start. What the kernel sees of
+//! their accesses is drawn instead, from each page's probability p per access:
+//!
+//! * **Faulting touches.** A page that faults at its next touch (made `PROT_NONE` by the NUMA
+//!   scanner, swapped out, not yet mapped, or the zero page for a store) is next touched by a
+//!   thread after a geometric number of that thread's accesses, G ~ Geom(p) (memoryless, so
+//!   the draw may be made whenever the page starts to fault). Each such touch is an event
+//!   in the thread's queue, keyed by the thread's access count; when the thread reaches it,
+//!   the engine runs the access engine's fault path (`do_numa_page`, `handle_mm_fault`) at
+//!   that moment of the thread's clock, so hint-fault latencies, promotion decisions, rate
+//!   limits and reclaim are the same code on the same kind of input.
+//! * **Accessed bits** are read lazily by the kernel ([`crate::mm::lazy`]).
+//! * **Traffic and time in aggregate.** Between events, the thread runs k accesses at the
+//!   mean cost of its accesses (CPU time plus lines × loaded latency of the node they land
+//!   on). The mean is measured each window from up to [`SAMPLES`] accesses drawn from the
+//!   generator itself and looked up in the page table, so the node mix follows migrations
+//!   and the latencies follow the timing model as in the access engine; the window's lines
+//!   per node and kind, the latency sums and the access counts are those k accesses'.
+//!
+//! Draws are hashes of (thread, page, generation), not a shared stream, so they do not
+//! depend on the order in which pages are noted. Results are deterministic for a config and
+//! seed; they are not the access engine's results, which they approximate (see
+//! `docs/performance.md` for the cross-check).
+
+use super::{Simulation, Thread, ThreadState};
+use crate::mm::lazy::unit_hash;
+use crate::mm::mem::{pte_node, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY};
+use crate::workload::{Access, Stationary, Step, K_READ, K_WRITE, NR_KINDS};
+use crate::SimError;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Accesses drawn from the generator per window to measure where the thread's accesses
+/// land: at most this many, and at most an eighth of the accesses the window will hold
+/// (short ticks), at least [`MIN_SAMPLES`].
+pub const SAMPLES: usize = 256;
+/// See [`SAMPLES`].
+pub const MIN_SAMPLES: usize = 16;
+
+/// A touch that faults: (thread access count, page, page generation, store only).
+type Event = Reverse<(u64, u32, u8, bool)>;
+
+/// The page-event state of one thread.
+pub(super) struct EventThread {
+    model: Stationary,
+    /// Seed of this thread's draws.
+    salt: u64,
+    /// The thread's accesses since it switched.
+    count: u64,
+    queue: BinaryHeap<Event>,
+    /// Fractions carried between steps so that aggregates add up exactly: per latency
+    /// slot (lines), then clock ps and latency ps × lines.
+    carry_lines: Vec<f64>,
+    carry_clock: f64,
+    carry_lat: f64,
+    /// The previous window's mean cost of an access (ps), to size the next sample.
+    last_cost: f64,
+}
+
+/// The mean access of a window, from the samples.
+struct Mix {
+    /// ps of thread time per access.
+    cost: f64,
+    /// Lines per access in each latency slot.
+    lines: Vec<f64>,
+    /// Loaded latency × lines per access (ps).
+    lat: f64,
+}
+
+impl EventThread {
+    /// The number of accesses until the thread next touches a page of probability `p`
+    /// (≥ 1), `None` when it never does.
+    fn next_touch(&self, idx: u32, gen: u8, store: bool, p: f64) -> Option<u64> {
+        if p <= 0.0 {
+            return None;
+        }
+        let key = self.salt ^ ((idx as u64) << 24) ^ ((gen as u64) << 8) ^ store as u64;
+        let u = 1.0 - unit_hash(key); // (0, 1]
+        if p >= 1.0 {
+            return Some(1);
+        }
+        let g = (u.ln() / (-p).ln_1p()).floor();
+        (g < 1e18).then_some(1 + g as u64)
+    }
+
+    /// Queue the next touch of a page that faults at it (store-only touches for the zero
+    /// page, whose loads do not fault).
+    fn schedule(&mut self, idx: u32, gen: u8, store: bool) {
+        let mut p = self.model.pmf.get(idx as usize).copied().unwrap_or(0.0) as f64;
+        if store {
+            p *= 1.0 - self.model.read_share;
+        }
+        if let Some(g) = self.next_touch(idx, gen, store, p) {
+            self.queue.push(Reverse((self.count + g, idx, gen, store)));
+        }
+    }
+}
+
+impl Simulation {
+    /// Whether thread `ti` may leave the access engine at the start of its measured phase.
+    pub(super) fn wants_events(&self, ti: usize) -> bool {
+        use tiermem_core::config::EngineKind;
+        let th = &self.threads[ti];
+        let engine = self.cfg.sim.engine;
+        engine != EngineKind::Access
+            && th.stationary.is_some()
+            && th.pace == 0
+            && !th.latency_probe
+            && self.cfg.kernel.ksm.is_none()
+    }
+
+    /// Switch thread `ti` to page events: its process's accessed bits become lazy, and
+    /// every page of its distribution that faults at its next touch gets that touch queued.
+    pub(super) fn switch_to_events(&mut self, ti: usize) {
+        let th = &mut self.threads[ti];
+        let Some(model) = th.stationary.take() else {
+            return;
+        };
+        let proc = th.proc;
+        let salt = unit_hash(self.cfg.seed ^ 0xE7E7_0000 ^ ti as u64).to_bits();
+        self.kernel.lazy_enable(proc, model.pmf.clone(), salt ^ 0x5A5A);
+        let mut et = EventThread {
+            model,
+            salt,
+            count: 0,
+            queue: BinaryHeap::new(),
+            carry_lines: vec![0.0; th.lat.len()],
+            carry_clock: 0.0,
+            carry_lat: 0.0,
+            last_cost: 0.0,
+        };
+        let ptes = &self.kernel.procs()[proc as usize].ptes;
+        for idx in 0..et.model.pmf.len().min(ptes.len()) as u32 {
+            let pte = ptes[idx as usize];
+            let gen = self.kernel.lazy_gen(proc, idx).unwrap_or(0);
+            if pte & (PTE_PRESENT | PTE_PROTNONE) != PTE_PRESENT {
+                et.schedule(idx, gen, false);
+            } else if pte & PTE_RDONLY != 0 {
+                et.schedule(idx, gen, true);
+            }
+        }
+        self.threads[ti].events = Some(Box::new(et));
+    }
+
+    /// The pages the kernel noted as faulting since the last call, queued on every
+    /// page-event thread of their process.
+    fn schedule_noted(&mut self) {
+        let noted = self.kernel.lazy_take_will_fault();
+        if noted.is_empty() {
+            return;
+        }
+        for th in &mut self.threads {
+            let Some(et) = th.events.as_mut() else {
+                continue;
+            };
+            for &(p, idx, gen) in &noted {
+                if p == th.proc {
+                    et.schedule(idx, gen, false);
+                }
+            }
+        }
+    }
+
+    /// Run page-event thread `ti` until its clock reaches `stop`, or it finishes.
+    pub(super) fn run_events(&mut self, ti: usize, stop: u64) -> Result<(), SimError> {
+        self.schedule_noted();
+        let th = &mut self.threads[ti];
+        if !self.kernel.procs()[th.proc as usize].alive {
+            th.state = ThreadState::Done;
+            return Ok(());
+        }
+        if th.clock >= th.deadline {
+            th.state = ThreadState::Done;
+            th.run_end = Some(th.deadline);
+            return Ok(());
+        }
+        let limit = stop.min(th.deadline);
+        if th.clock >= limit {
+            return Ok(());
+        }
+        let Some(mix) = self.sample_mix(ti, limit) else {
+            return Ok(());
+        };
+        while self.threads[ti].clock < limit {
+            let th = &mut self.threads[ti];
+            let Some(et) = th.events.as_mut() else {
+                return Ok(());
+            };
+            // Accesses until the window ends: the last one starts before the limit.
+            let to_limit = ((limit - th.clock) as f64 / mix.cost).ceil().max(1.0) as u64;
+            let due = et.queue.peek().map(|e| e.0 .0);
+            let k = match due {
+                Some(c) if c <= et.count + to_limit => c.saturating_sub(et.count),
+                _ => to_limit,
+            };
+            self.advance(ti, k, &mix);
+            if due.is_some_and(|c| c <= self.threads[ti].events.as_ref().map_or(0, |e| e.count)) {
+                if self.fire(ti)? {
+                    return Ok(());
+                }
+                self.schedule_noted();
+            }
+        }
+        Ok(())
+    }
+
+    /// The touch at the head of thread `ti`'s queue, if it still faults. True when the
+    /// fault ended the thread (OOM kill).
+    fn fire(&mut self, ti: usize) -> Result<bool, SimError> {
+        let th = &mut self.threads[ti];
+        let Some(et) = th.events.as_mut() else {
+            return Ok(false);
+        };
+        let Some(Reverse((count, idx, gen, store))) = et.queue.pop() else {
+            return Ok(false);
+        };
+        let proc = th.proc;
+        if self.kernel.lazy_gen(proc, idx) != Some(gen) {
+            return Ok(false);
+        }
+        let pte = self.kernel.procs()[proc as usize].ptes[idx as usize];
+        let mask = if store {
+            PTE_PRESENT | PTE_PROTNONE | PTE_RDONLY
+        } else {
+            PTE_PRESENT | PTE_PROTNONE
+        };
+        if pte & mask == PTE_PRESENT {
+            return Ok(false);
+        }
+        // A store only where the touch is drawn as one: the kind of a touch is
+        // independent of which page it lands on.
+        let write = store
+            || unit_hash(et.salt ^ 0x51DE ^ count.rotate_left(20) ^ idx as u64)
+                >= et.model.read_share;
+        let a = Access {
+            idx,
+            lines: 1,
+            kind: if write { K_WRITE } else { K_READ },
+        };
+        let clock = th.clock;
+        if self.access_fault(ti, a, clock) {
+            return Ok(true);
+        }
+        // A load that mapped the zero page faults again at the page's next store.
+        let now = self.kernel.procs()[proc as usize].ptes[idx as usize];
+        if now & PTE_RDONLY != 0 {
+            if let Some(et) = self.threads[ti].events.as_mut() {
+                et.schedule(idx, gen, true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The window's mean access: up to [`SAMPLES`] accesses from the generator, looked up in the
+    /// page table. `None` when the generator has ended (the thread is then done).
+    fn sample_mix(&mut self, ti: usize, limit: u64) -> Option<Mix> {
+        let th = &mut self.threads[ti];
+        let last_cost = th.events.as_ref().map_or(0.0, |e| e.last_cost);
+        let samples = if last_cost > 0.0 {
+            let expected = (limit - th.clock) as f64 / last_cost;
+            ((expected / 8.0) as usize).clamp(MIN_SAMPLES, SAMPLES)
+        } else {
+            SAMPLES
+        };
+        let ptes = &self.kernel.procs()[th.proc as usize].ptes;
+        let mut lines = vec![0.0; th.lat.len()];
+        let (mut time, mut lat, mut n) = (0.0, 0.0, 0usize);
+        while n < samples {
+            if th.cursor >= th.buf.len() {
+                th.cursor = 0;
+                match th.gen.next(&mut th.rng, &mut th.buf) {
+                    Step::Accesses => continue,
+                    Step::RunStart | Step::Barrier => continue,
+                    Step::Done => {
+                        th.state = ThreadState::Done;
+                        th.run_end = Some(th.clock);
+                        return None;
+                    }
+                }
+            }
+            let a = th.buf[th.cursor];
+            th.cursor += 1;
+            let pte = ptes[a.idx as usize];
+            n += 1;
+            if pte & PTE_PRESENT == 0 || a.lines == 0 {
+                // A page not mapped yet costs its fault (an event), not a memory access.
+                time += th.cpu_per_access as f64;
+                continue;
+            }
+            let slot = pte_node(pte) * NR_KINDS + a.kind as usize;
+            let l = a.lines as f64;
+            lines[slot] += l;
+            time += th.cpu_per_access as f64 + l * (th.cpu_per_line + th.lat[slot]) as f64;
+            lat += l * th.lat_raw[slot] as f64;
+        }
+        let m = samples as f64;
+        lines.iter_mut().for_each(|l| *l /= m);
+        let cost = (time / m).max(1.0);
+        if let Some(e) = th.events.as_mut() {
+            e.last_cost = cost;
+        }
+        Some(Mix {
+            cost,
+            lines,
+            lat: lat / m,
+        })
+    }
+
+    /// `k` accesses of thread `ti` at the window's mean: its clock, window lines and
+    /// counters, and its process's access count for the lazy accessed bits.
+    fn advance(&mut self, ti: usize, k: u64, mix: &Mix) {
+        if k == 0 {
+            return;
+        }
+        let th: &mut Thread = &mut self.threads[ti];
+        let Some(et) = th.events.as_mut() else {
+            return;
+        };
+        let kf = k as f64;
+        let mut lines_total = 0;
+        for (slot, &l) in mix.lines.iter().enumerate() {
+            if l == 0.0 {
+                continue;
+            }
+            let exact = kf * l + et.carry_lines[slot];
+            let whole = exact.floor();
+            et.carry_lines[slot] = exact - whole;
+            th.win_lines[slot] += whole as u64;
+            lines_total += whole as u64;
+        }
+        let dt = kf * mix.cost + et.carry_clock;
+        let dt_whole = dt.floor();
+        et.carry_clock = dt - dt_whole;
+        let lat = kf * mix.lat + et.carry_lat;
+        let lat_whole = lat.floor();
+        et.carry_lat = lat - lat_whole;
+        et.count += k;
+        th.clock += dt_whole as u64;
+        th.win_active += dt_whole as u64;
+        th.accesses += k;
+        th.lines += lines_total;
+        th.lat_sum += lat_whole as u128;
+        self.sample_accesses += k;
+        self.sample_lat.0 += lat_whole as u128;
+        self.sample_lat.1 += lines_total;
+        let proc = th.proc;
+        self.kernel.lazy_add_accesses(proc, k);
+    }
+}
