@@ -308,10 +308,12 @@ class Kernel(_Table):
 
 @dataclass(repr=False)
 class Sim(_Table):
-    """``[sim]``: engine settings (timing window and timeline sample interval)."""
+    """``[sim]``: engine settings (timing window, timeline sample interval, engine:
+    ``"access"``, ``"events"`` or ``"auto"``)."""
 
     tick: Optional[Duration] = None
     sample_interval: Optional[Duration] = None
+    engine: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 

@@ -25,11 +25,30 @@ pub struct BenchArgs {
     /// `--duration` simulated seconds, and print simulated seconds per wall second.
     #[arg(long, conflicts_with_all = ["size", "tiering", "trace"])]
     pub seed_001: bool,
+    /// With `--seed-001`: the engine (`sim.engine`), `access` or `events`.
+    #[arg(long, value_enum, default_value_t = Engine::Access, requires = "seed_001")]
+    pub engine: Engine,
+}
+
+/// `sim.engine` values the bench runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    Access,
+    Events,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Access => "access",
+            Engine::Events => "events",
+        }
+    }
 }
 
 pub fn run(a: BenchArgs) -> Result<(), Failure> {
     if a.seed_001 {
-        return bench_seed_001(a.duration);
+        return bench_seed_001(a.duration, a.engine);
     }
     cmd_bench(&a.size, a.duration, a.tiering, a.trace.as_deref())
 }
@@ -39,7 +58,7 @@ pub fn run(a: BenchArgs) -> Result<(), Failure> {
 /// 432 MiB × 32): how many simulated seconds a wall second buys, and what one simulated
 /// hour and lkp's 900 s run would take (issue 19's yardstick for full size).
 #[allow(clippy::expect_used, reason = "the built-in base file is valid")]
-fn bench_seed_001(duration: f64) -> Result<(), Failure> {
+fn bench_seed_001(duration: f64, engine: Engine) -> Result<(), Failure> {
     if !(duration > 0.0 && duration <= 3600.0) {
         return Err(input("--duration: seconds within (0, 3600]"));
     }
@@ -57,6 +76,7 @@ fn bench_seed_001(duration: f64) -> Result<(), Failure> {
             "workloads[0].mapsize",
             toml::Value::String("13824MiB".into()),
         ),
+        ("sim.engine", toml::Value::String(engine.name().into())),
     ] {
         tiermem_core::config::set_path(&mut value, path, v).map_err(input)?;
     }
@@ -75,7 +95,8 @@ fn bench_seed_001(duration: f64) -> Result<(), Failure> {
     let (w0, s0) = samples.get(half).copied().unwrap_or((0.0, 0.0));
     let per_wall = (duration - s0) / (wall - w0).max(1e-9);
     println!(
-        "bench: the seed-001 job at full size (8 x 13824 MiB pmbench normal_ih, dram-pmem-2s, tiering), {duration} simulated s, access engine, pmbench drawn ahead: {}",
+        "bench: the seed-001 job at full size (8 x 13824 MiB pmbench normal_ih, dram-pmem-2s, tiering), {duration} simulated s, {} engine, pmbench drawn ahead: {}",
+        engine.name(),
         if RunOptions::default().generate_ahead { "yes" } else { "no (one CPU)" }
     );
     println!("  wall time                         {wall:.2} s");

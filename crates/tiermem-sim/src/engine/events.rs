@@ -29,8 +29,7 @@ use crate::mm::lazy::unit_hash;
 use crate::mm::mem::{pte_node, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY};
 use crate::workload::{Access, Stationary, Step, K_READ, K_WRITE, NR_KINDS};
 use crate::SimError;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use super::radix::RadixQueue;
 
 /// Accesses drawn from the generator per window to measure where the thread's accesses
 /// land: at most this many, and at most an eighth of the accesses the window will hold
@@ -39,8 +38,9 @@ pub const SAMPLES: usize = 256;
 /// See [`SAMPLES`].
 pub const MIN_SAMPLES: usize = 16;
 
-/// A touch that faults: (thread access count, page, page generation, store only).
-type Event = Reverse<(u64, u32, u8, bool)>;
+/// A touch that faults, queued at the thread's access count: (page, page generation,
+/// store only).
+type Event = (u32, u8, bool);
 
 /// The page-event state of one thread.
 pub(super) struct EventThread {
@@ -49,7 +49,7 @@ pub(super) struct EventThread {
     salt: u64,
     /// The thread's accesses since it switched.
     count: u64,
-    queue: BinaryHeap<Event>,
+    queue: RadixQueue<Event>,
     /// Fractions carried between steps so that aggregates add up exactly: per latency
     /// slot (lines), then clock ps and latency ps × lines.
     carry_lines: Vec<f64>,
@@ -93,7 +93,7 @@ impl EventThread {
             p *= 1.0 - self.model.read_share;
         }
         if let Some(g) = self.next_touch(idx, gen, store, p) {
-            self.queue.push(Reverse((self.count + g, idx, gen, store)));
+            self.queue.push(self.count + g, (idx, gen, store));
         }
     }
 }
@@ -125,7 +125,7 @@ impl Simulation {
             model,
             salt,
             count: 0,
-            queue: BinaryHeap::new(),
+            queue: RadixQueue::default(),
             carry_lines: vec![0.0; th.lat.len()],
             carry_clock: 0.0,
             carry_lat: 0.0,
@@ -190,7 +190,7 @@ impl Simulation {
             };
             // Accesses until the window ends: the last one starts before the limit.
             let to_limit = ((limit - th.clock) as f64 / mix.cost).ceil().max(1.0) as u64;
-            let due = et.queue.peek().map(|e| e.0 .0);
+            let due = et.queue.peek_key();
             let k = match due {
                 Some(c) if c <= et.count + to_limit => c.saturating_sub(et.count),
                 _ => to_limit,
@@ -213,7 +213,7 @@ impl Simulation {
         let Some(et) = th.events.as_mut() else {
             return Ok(false);
         };
-        let Some(Reverse((count, idx, gen, store))) = et.queue.pop() else {
+        let Some((count, (idx, gen, store))) = et.queue.pop() else {
             return Ok(false);
         };
         let proc = th.proc;

@@ -11,6 +11,7 @@
 
 pub mod events;
 pub mod observe;
+pub mod radix;
 pub mod user_tiering;
 
 use crate::hw::timing::{ThreadMix, TimingModel};
