@@ -21,12 +21,15 @@ pub struct BenchArgs {
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Run the seed-001 job at full size instead (lkp's pmbench-dcpmm job A: 8 processes of
-    /// 13 824 MiB on the 2-socket DRAM + Optane preset, memory tiering, kernel defaults) for
-    /// `--duration` simulated seconds, and print simulated seconds per wall second.
+    /// 13 824 MiB on the 2-socket DRAM + Optane preset with the experiment's 16 GiB of DRAM
+    /// per socket, memory tiering, kernel defaults) for `--duration` simulated seconds, and
+    /// print simulated seconds per wall second.
     #[arg(long, conflicts_with_all = ["size", "tiering", "trace"])]
     pub seed_001: bool,
-    /// With `--seed-001`: the engine (`sim.engine`), `access` or `events`.
-    #[arg(long, value_enum, default_value_t = Engine::Access, requires = "seed_001")]
+    /// The engine (`sim.engine`): `access` (every access through the page table) or
+    /// `events` (pmbench's measured phase as page events). A trace replays on the access
+    /// engine either way.
+    #[arg(long, value_enum, default_value_t = Engine::Access)]
     pub engine: Engine,
 }
 
@@ -50,13 +53,14 @@ pub fn run(a: BenchArgs) -> Result<(), Failure> {
     if a.seed_001 {
         return bench_seed_001(a.duration, a.engine);
     }
-    cmd_bench(&a.size, a.duration, a.tiering, a.trace.as_deref())
+    cmd_bench(&a.size, a.duration, a.tiering, a.trace.as_deref(), a.engine)
 }
 
 /// The seed-001 job at the paper's sizes: experiments/seed-001-base.toml without its 1/32
 /// scaling (its `[kernel.numa]` periods and `model_scale`, its `[sim]` tick, processes of
-/// 432 MiB × 32): how many simulated seconds a wall second buys, and what one simulated
-/// hour and lkp's 900 s run would take (issue 19's yardstick for full size).
+/// 432 MiB × 32) on the experiment's 16 GiB of DRAM per socket: how many simulated seconds
+/// a wall second buys, and what one simulated hour and lkp's 900 s run would take (issue
+/// 19's yardstick for full size).
 #[allow(clippy::expect_used, reason = "the built-in base file is valid")]
 fn bench_seed_001(duration: f64, engine: Engine) -> Result<(), Failure> {
     if !(duration > 0.0 && duration <= 3600.0) {
@@ -77,6 +81,16 @@ fn bench_seed_001(duration: f64, engine: Engine) -> Result<(), Failure> {
             toml::Value::String("13824MiB".into()),
         ),
         ("sim.engine", toml::Value::String(engine.name().into())),
+        // The experiment's DRAM (16 GiB per socket), so that 108 GiB of pmbench spills to
+        // Optane and tiering works throughout, as in the seed-001 experiment.
+        (
+            "machine.nodes[0].capacity",
+            toml::Value::String("16GiB".into()),
+        ),
+        (
+            "machine.nodes[1].capacity",
+            toml::Value::String("16GiB".into()),
+        ),
     ] {
         tiermem_core::config::set_path(&mut value, path, v).map_err(input)?;
     }
@@ -95,7 +109,7 @@ fn bench_seed_001(duration: f64, engine: Engine) -> Result<(), Failure> {
     let (w0, s0) = samples.get(half).copied().unwrap_or((0.0, 0.0));
     let per_wall = (duration - s0) / (wall - w0).max(1e-9);
     println!(
-        "bench: the seed-001 job at full size (8 x 13824 MiB pmbench normal_ih, dram-pmem-2s, tiering), {duration} simulated s, {} engine, pmbench drawn ahead: {}",
+        "bench: the seed-001 job at full size (8 x 13824 MiB pmbench normal_ih, dram-pmem-2s with 16 GiB DRAM per socket, tiering), {duration} simulated s, {} engine, pmbench drawn ahead: {}",
         engine.name(),
         if RunOptions::default().generate_ahead { "yes" } else { "no (one CPU)" }
     );
@@ -149,6 +163,7 @@ fn cmd_bench(
     duration: f64,
     tiering: bool,
     trace: Option<&Path>,
+    engine: Engine,
 ) -> Result<(), Failure> {
     let bytes =
         tiermem_core::units::parse_bytes(size).map_err(|e| input(format!("--size: {e}")))?;
@@ -161,8 +176,9 @@ fn cmd_bench(
     // A 2-node machine: DRAM holding half the footprint, a CXL node holding the rest.
     let dram = bytes.0 / 2;
     let text = format!(
-        "machine = {{ preset = \"small\", nodes = [] }}\nduration = \"{duration}s\"\nseed = 1\n[sim]\nsample_interval = \"1s\"\n\
+        "machine = {{ preset = \"small\", nodes = [] }}\nduration = \"{duration}s\"\nseed = 1\n[sim]\nsample_interval = \"1s\"\nengine = \"{}\"\n\
          [[workloads]]\ntype = \"pmbench\"\nmapsize = \"{}\"\npattern = \"normal_ih\"\nread_ratio = 80\ninitialize = true\ncold = true\n",
+        engine.name(),
         bytes.0
     );
     let text = match trace {
@@ -200,7 +216,7 @@ fn cmd_bench(
     let pages = bytes.pages_ceil().0 as f64;
     let peak = proc_status_bytes("VmHWM:").unwrap_or(0);
     // The same run with every access drawn on the engine's core, for the one-core ratio.
-    let one_core = if ahead.generate_ahead {
+    let one_core = if ahead.generate_ahead && engine == Engine::Access {
         Some(
             timed_run(
                 &cfg,
@@ -215,14 +231,15 @@ fn cmd_bench(
         None
     };
     println!(
-        "bench: {}, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}",
+        "bench: {}, {} over a 2-node machine (DRAM {} + CXL), {duration} simulated s, tiering {}, {} engine",
         match trace {
             Some(t) => format!("replay of {} (looped)", t.display()),
             None => "pmbench normal_ih 80% reads".to_string(),
         },
         bytes,
         tiermem_core::units::Bytes(dram),
-        if tiering { "on" } else { "off" }
+        if tiering { "on" } else { "off" },
+        if trace.is_some() { "access" } else { engine.name() }
     );
     if tiering {
         let v = &res.summary.vmstat;
@@ -231,7 +248,10 @@ fn cmd_bench(
             v["pgpromote_success"], v["pgdemote_kswapd"]
         );
     }
-    println!("  wall time                         {wall:.2} s");
+    println!(
+        "  wall time                         {wall:.2} s ({:.2} simulated s per wall s)",
+        duration / wall.max(1e-9)
+    );
     println!(
         "  simulated accesses                {}",
         res.summary.accesses

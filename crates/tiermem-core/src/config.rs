@@ -131,7 +131,8 @@ pub enum EngineKind {
     /// latency are accounted in aggregate. Other threads stay on the access engine.
     /// Refused with KSM, whose merging reads page contents that aggregate accesses do not
     /// write.
-    Events,    /// `events` where it applies: with KSM configured, the access engine throughout.
+    Events,
+    /// `events` where it applies: with KSM configured, the access engine throughout.
     Auto,
 }
 

@@ -24,12 +24,12 @@
 //! seed; they are not the access engine's results, which they approximate (see
 //! `docs/performance.md` for the cross-check).
 
+use super::radix::RadixQueue;
 use super::{Simulation, Thread, ThreadState};
 use crate::mm::lazy::unit_hash;
-use crate::mm::mem::{pte_node, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY};
+use crate::mm::mem::{pte_node, pte_pfn, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY};
 use crate::workload::{Access, Stationary, Step, K_READ, K_WRITE, NR_KINDS};
 use crate::SimError;
-use super::radix::RadixQueue;
 
 /// Accesses drawn from the generator per window to measure where the thread's accesses
 /// land: at most this many, and at most an eighth of the accesses the window will hold
@@ -50,6 +50,9 @@ pub(super) struct EventThread {
     /// The thread's accesses since it switched.
     count: u64,
     queue: RadixQueue<Event>,
+    /// Touches taken from the queue to fire within the current window, last due first
+    /// (taken in batches so that their page-table entries can be prefetched).
+    due: Vec<(u64, Event)>,
     /// Fractions carried between steps so that aggregates add up exactly: per latency
     /// slot (lines), then clock ps and latency ps × lines.
     carry_lines: Vec<f64>,
@@ -69,7 +72,43 @@ struct Mix {
     lat: f64,
 }
 
+/// ⌊x⌋ of a non-negative x by a cast (no libm call on the baseline target).
+#[inline]
+fn whole_part(x: f64) -> f64 {
+    x as u64 as f64
+}
+
+/// Touches taken from the queue at a time.
+const DUE_BATCH: usize = 32;
+
 impl EventThread {
+    /// Move up to [`DUE_BATCH`] touches due by access `horizon` from the queue to `due`.
+    fn take_due(&mut self, horizon: u64) {
+        while self.due.len() < DUE_BATCH {
+            match self.queue.peek_key() {
+                Some(c) if c <= horizon => {
+                    if let Some(e) = self.queue.pop() {
+                        self.due.push(e);
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.due.reverse();
+    }
+
+    /// The next touch due by access `horizon`: the earlier of the batch's next and the
+    /// queue's head (touches queued since the batch was taken).
+    fn next_due(&mut self, horizon: u64) -> Option<(u64, Event)> {
+        let batch = self.due.last().map(|e| e.0);
+        let queued = self.queue.peek_key();
+        match (batch, queued) {
+            (Some(b), q) if b <= horizon && q.is_none_or(|q| b <= q) => self.due.pop(),
+            (_, Some(q)) if q <= horizon => self.queue.pop(),
+            _ => None,
+        }
+    }
+
     /// The number of accesses until the thread next touches a page of probability `p`
     /// (≥ 1), `None` when it never does.
     fn next_touch(&self, idx: u32, gen: u8, store: bool, p: f64) -> Option<u64> {
@@ -81,8 +120,10 @@ impl EventThread {
         if p >= 1.0 {
             return Some(1);
         }
-        let g = (u.ln() / (-p).ln_1p()).floor();
-        (g < 1e18).then_some(1 + g as u64)
+        // ⌊ln u / ln(1 − p)⌋ (a cast truncates, which is the floor of a non-negative value;
+        // the baseline x86-64 target has no rounding instruction).
+        let g = u.ln() / (-p).ln_1p();
+        (g < 1e18).then(|| 1 + g as u64)
     }
 
     /// Queue the next touch of a page that faults at it (store-only touches for the zero
@@ -120,12 +161,14 @@ impl Simulation {
         };
         let proc = th.proc;
         let salt = unit_hash(self.cfg.seed ^ 0xE7E7_0000 ^ ti as u64).to_bits();
-        self.kernel.lazy_enable(proc, model.pmf.clone(), salt ^ 0x5A5A);
+        self.kernel
+            .lazy_enable(proc, model.pmf.clone(), salt ^ 0x5A5A);
         let mut et = EventThread {
             model,
             salt,
             count: 0,
             queue: RadixQueue::default(),
+            due: Vec::with_capacity(DUE_BATCH),
             carry_lines: vec![0.0; th.lat.len()],
             carry_clock: 0.0,
             carry_lat: 0.0,
@@ -190,30 +233,70 @@ impl Simulation {
             };
             // Accesses until the window ends: the last one starts before the limit.
             let to_limit = ((limit - th.clock) as f64 / mix.cost).ceil().max(1.0) as u64;
-            let due = et.queue.peek_key();
-            let k = match due {
-                Some(c) if c <= et.count + to_limit => c.saturating_sub(et.count),
-                _ => to_limit,
+            let horizon = et.count + to_limit;
+            if et.due.is_empty() {
+                et.take_due(horizon);
+                let proc = th.proc as usize;
+                self.prefetch_due(ti, proc);
+            }
+            let Some(et) = self.threads[ti].events.as_mut() else {
+                return Ok(());
             };
-            self.advance(ti, k, &mix);
-            if due.is_some_and(|c| c <= self.threads[ti].events.as_ref().map_or(0, |e| e.count)) {
-                if self.fire(ti)? {
-                    return Ok(());
+            match et.next_due(horizon) {
+                Some((count, ev)) => {
+                    let k = count.saturating_sub(et.count);
+                    let proc = self.threads[ti].proc as usize;
+                    self.prefetch_frame(ti, proc);
+                    self.advance(ti, k, &mix);
+                    if self.fire(ti, count, ev)? {
+                        return Ok(());
+                    }
+                    self.schedule_noted();
                 }
-                self.schedule_noted();
+                None => self.advance(ti, to_limit, &mix),
             }
         }
         Ok(())
     }
 
-    /// The touch at the head of thread `ti`'s queue, if it still faults. True when the
-    /// fault ended the thread (OOM kill).
-    fn fire(&mut self, ti: usize) -> Result<bool, SimError> {
-        let th = &mut self.threads[ti];
-        let Some(et) = th.events.as_mut() else {
-            return Ok(false);
+    /// Start loading the frame of the batch's touch after next: its page-table entry was
+    /// prefetched with the batch, the frame (which the hint fault reads) not yet.
+    fn prefetch_frame(&self, ti: usize, proc: usize) {
+        let Some(et) = self.threads[ti].events.as_ref() else {
+            return;
         };
-        let Some((count, (idx, gen, store))) = et.queue.pop() else {
+        let Some(&(_, (idx, _, _))) = et.due.len().checked_sub(2).and_then(|i| et.due.get(i))
+        else {
+            return;
+        };
+        let pte = self.kernel.procs()[proc].ptes[idx as usize];
+        if pte & PTE_PRESENT != 0 {
+            let frames = &self.kernel.nodes()[pte_node(pte)].frames;
+            super::prefetch(frames, pte_pfn(pte) as usize);
+        }
+    }
+
+    /// Start loading the page-table entries and generations of the touches about to fire:
+    /// each is a cache miss in tables of gigabytes otherwise.
+    fn prefetch_due(&self, ti: usize, proc: usize) {
+        let Some(et) = self.threads[ti].events.as_ref() else {
+            return;
+        };
+        let ptes = &self.kernel.procs()[proc].ptes;
+        let gens = self.kernel.lazy_gens(proc as u16);
+        for &(_, (idx, _, _)) in &et.due {
+            super::prefetch(ptes, idx as usize);
+            if let Some(g) = gens {
+                super::prefetch(g, idx as usize);
+            }
+        }
+    }
+
+    /// A touch of thread `ti` at its access `count`, if the page still faults at it. True
+    /// when the fault ended the thread (OOM kill).
+    fn fire(&mut self, ti: usize, count: u64, (idx, gen, store): Event) -> Result<bool, SimError> {
+        let th = &mut self.threads[ti];
+        let Some(et) = th.events.as_ref() else {
             return Ok(false);
         };
         let proc = th.proc;
@@ -280,6 +363,9 @@ impl Simulation {
                     }
                 }
             }
+            if let Some(ahead) = th.buf.get(th.cursor + super::PREFETCH_AHEAD) {
+                super::prefetch(ptes, ahead.idx as usize);
+            }
             let a = th.buf[th.cursor];
             th.cursor += 1;
             let pte = ptes[a.idx as usize];
@@ -325,16 +411,16 @@ impl Simulation {
                 continue;
             }
             let exact = kf * l + et.carry_lines[slot];
-            let whole = exact.floor();
+            let whole = whole_part(exact);
             et.carry_lines[slot] = exact - whole;
             th.win_lines[slot] += whole as u64;
             lines_total += whole as u64;
         }
         let dt = kf * mix.cost + et.carry_clock;
-        let dt_whole = dt.floor();
+        let dt_whole = whole_part(dt);
         et.carry_clock = dt - dt_whole;
         let lat = kf * mix.lat + et.carry_lat;
-        let lat_whole = lat.floor();
+        let lat_whole = whole_part(lat);
         et.carry_lat = lat - lat_whole;
         et.count += k;
         th.clock += dt_whole as u64;

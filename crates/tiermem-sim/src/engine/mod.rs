@@ -415,13 +415,13 @@ const PREFETCH_AHEAD: usize = 12;
 
 /// Hint the CPU to load `slice[idx]` (a no-op off x86-64 or out of bounds).
 #[inline(always)]
-fn prefetch(slice: &[u64], idx: usize) {
+fn prefetch<T>(slice: &[T], idx: usize) {
     #[cfg(target_arch = "x86_64")]
     if let Some(r) = slice.get(idx) {
         // SAFETY: prefetching a valid reference has no side effects.
         unsafe {
             std::arch::x86_64::_mm_prefetch(
-                r as *const u64 as *const i8,
+                r as *const T as *const i8,
                 std::arch::x86_64::_MM_HINT_T0,
             )
         }

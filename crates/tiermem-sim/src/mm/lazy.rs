@@ -130,8 +130,12 @@ impl Kernel {
 
     /// The page's current generation (`None` when the process is not lazy).
     pub fn lazy_gen(&self, proc: u16, idx: u32) -> Option<u8> {
-        self.lazy_proc(proc as usize)
-            .map(|lp| lp.gen[idx as usize])
+        self.lazy_proc(proc as usize).map(|lp| lp.gen[idx as usize])
+    }
+
+    /// Every page's generation of a lazy process (for prefetching).
+    pub fn lazy_gens(&self, proc: u16) -> Option<&[u8]> {
+        self.lazy_proc(proc as usize).map(|lp| &lp.gen[..])
     }
 
     /// A page of a lazy process now faults at its next touch (made `PROT_NONE`, swapped
