@@ -107,8 +107,9 @@ struct StepFile {
 const DEFAULT_METRICS: [&str; 2] = ["throughput_accesses_per_s", "mean_latency_ns"];
 
 /// The built-in experiments: the files under `experiments/`, embedded in the binary; the
-/// listed ones are what `--list` shows and `--all` runs (the `-full` ones take hours).
-const BUILTIN_FILES: [(&str, bool, &str); 10] = [
+/// listed ones are what `--list` shows and `--all` runs (the `-full` ones take hours, the
+/// `-scaled` ones are quick looks at a listed one).
+const BUILTIN_FILES: [(&str, bool, &str); 12] = [
     (
         "loaded-latency",
         true,
@@ -125,9 +126,19 @@ const BUILTIN_FILES: [(&str, bool, &str); 10] = [
         include_str!("../../../experiments/seed-001-hot-page-selection.toml"),
     ),
     (
+        "seed-001-hot-page-selection-scaled",
+        false,
+        include_str!("../../../experiments/seed-001-hot-page-selection-scaled.toml"),
+    ),
+    (
         "seed-000-tiering",
         true,
         include_str!("../../../experiments/seed-000-tiering.toml"),
+    ),
+    (
+        "seed-000-tiering-scaled",
+        false,
+        include_str!("../../../experiments/seed-000-tiering-scaled.toml"),
     ),
     (
         "seed-004-damon-reclaim",

@@ -1,6 +1,7 @@
 //! The seed 000/001 experiments follow the published direction at every step. Each runs
 //! four scaled simulations of about a minute of CPU, so they are `#[ignore]`d locally and run
-//! in CI (`--include-ignored`).
+//! in CI (`--include-ignored`). They are checked at 1/32 scale here: the full-size built-ins
+//! run in CI's `experiment --all`.
 
 use tiermem_lab::experiment::{evaluate_steps, run};
 use tiermem_lab::experiment_file::builtin;
@@ -24,11 +25,11 @@ fn check(name: &str) {
 #[test]
 #[ignore = "slow: four scaled 900 s pmbench runs"]
 fn seed_001_steps_follow_the_published_direction() {
-    check("seed-001-hot-page-selection");
+    check("seed-001-hot-page-selection-scaled");
 }
 
 #[test]
 #[ignore = "slow: four scaled 900 s pmbench runs"]
 fn seed_000_steps_follow_the_published_direction() {
-    check("seed-000-tiering");
+    check("seed-000-tiering-scaled");
 }
