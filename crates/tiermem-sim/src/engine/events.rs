@@ -214,15 +214,9 @@ impl Simulation {
             th.state = ThreadState::Done;
             return Ok(());
         }
-        if th.clock >= th.deadline {
-            th.state = ThreadState::Done;
-            th.run_end = Some(th.deadline);
+        let Some(limit) = th.window_limit(stop) else {
             return Ok(());
-        }
-        let limit = stop.min(th.deadline);
-        if th.clock >= limit {
-            return Ok(());
-        }
+        };
         let Some(mix) = self.sample_mix(ti, limit) else {
             return Ok(());
         };

@@ -97,6 +97,19 @@ impl Thread {
         }
     }
 
+    /// Where the thread's run in this window ends: `stop` or its measured phase's deadline,
+    /// whichever comes first. `None` when it has nothing to run: done at its deadline (the
+    /// thread is marked so), or already at the limit.
+    fn window_limit(&mut self, stop: u64) -> Option<u64> {
+        if self.clock >= self.deadline {
+            self.state = ThreadState::Done;
+            self.run_end = Some(self.deadline);
+            return None;
+        }
+        let limit = stop.min(self.deadline);
+        (self.clock < limit).then_some(limit)
+    }
+
     fn window_bytes(&self) -> u64 {
         let mut b = 0;
         for (slot, &l) in self.win_lines.iter().enumerate() {
@@ -769,15 +782,9 @@ impl Simulation {
                     continue;
                 }
             }
-            if th.clock >= th.deadline {
-                th.state = ThreadState::Done;
-                th.run_end = Some(th.deadline);
+            let Some(limit) = th.window_limit(stop) else {
                 return Ok(());
-            }
-            let limit = stop.min(th.deadline);
-            if th.clock >= limit {
-                return Ok(());
-            }
+            };
             // The hot path.
             let ptes = self.kernel.ptes_mut(th.proc);
             let mut clock = th.clock;
