@@ -175,9 +175,10 @@ impl Simulation {
             last_cost: 0.0,
         };
         let ptes = &self.kernel.procs()[proc as usize].ptes;
+        let gens = self.kernel.lazy_gens(proc).unwrap_or_default();
         for idx in 0..et.model.pmf.len().min(ptes.len()) as u32 {
             let pte = ptes[idx as usize];
-            let gen = self.kernel.lazy_gen(proc, idx).unwrap_or(0);
+            let gen = gens.get(idx as usize).copied().unwrap_or(0);
             if pte & (PTE_PRESENT | PTE_PROTNONE) != PTE_PRESENT {
                 et.schedule(idx, gen, false);
             } else if pte & PTE_RDONLY != 0 {
@@ -230,8 +231,7 @@ impl Simulation {
             let horizon = et.count + to_limit;
             if et.due.is_empty() {
                 et.take_due(horizon);
-                let proc = th.proc as usize;
-                self.prefetch_due(ti, proc);
+                self.prefetch_due(ti);
             }
             let Some(et) = self.threads[ti].events.as_mut() else {
                 return Ok(());
@@ -239,8 +239,7 @@ impl Simulation {
             match et.next_due(horizon) {
                 Some((count, ev)) => {
                     let k = count.saturating_sub(et.count);
-                    let proc = self.threads[ti].proc as usize;
-                    self.prefetch_frame(ti, proc);
+                    self.prefetch_frame(ti);
                     self.advance(ti, k, &mix);
                     if self.fire(ti, count, ev)? {
                         return Ok(());
@@ -255,15 +254,16 @@ impl Simulation {
 
     /// Start loading the frame of the batch's touch after next: its page-table entry was
     /// prefetched with the batch, the frame (which the hint fault reads) not yet.
-    fn prefetch_frame(&self, ti: usize, proc: usize) {
-        let Some(et) = self.threads[ti].events.as_ref() else {
+    fn prefetch_frame(&self, ti: usize) {
+        let th = &self.threads[ti];
+        let Some(et) = th.events.as_ref() else {
             return;
         };
         let Some(&(_, (idx, _, _))) = et.due.len().checked_sub(2).and_then(|i| et.due.get(i))
         else {
             return;
         };
-        let pte = self.kernel.procs()[proc].ptes[idx as usize];
+        let pte = self.kernel.procs()[th.proc as usize].ptes[idx as usize];
         if pte & PTE_PRESENT != 0 {
             let frames = &self.kernel.nodes()[pte_node(pte)].frames;
             super::prefetch(frames, pte_pfn(pte) as usize);
@@ -272,12 +272,13 @@ impl Simulation {
 
     /// Start loading the page-table entries and generations of the touches about to fire:
     /// each is a cache miss in tables of gigabytes otherwise.
-    fn prefetch_due(&self, ti: usize, proc: usize) {
-        let Some(et) = self.threads[ti].events.as_ref() else {
+    fn prefetch_due(&self, ti: usize) {
+        let th = &self.threads[ti];
+        let Some(et) = th.events.as_ref() else {
             return;
         };
-        let ptes = &self.kernel.procs()[proc].ptes;
-        let gens = self.kernel.lazy_gens(proc as u16);
+        let ptes = &self.kernel.procs()[th.proc as usize].ptes;
+        let gens = self.kernel.lazy_gens(th.proc);
         for &(_, (idx, _, _)) in &et.due {
             super::prefetch(ptes, idx as usize);
             if let Some(g) = gens {
@@ -289,7 +290,7 @@ impl Simulation {
     /// A touch of thread `ti` at its access `count`, if the page still faults at it. True
     /// when the fault ended the thread (OOM kill).
     fn fire(&mut self, ti: usize, count: u64, (idx, gen, store): Event) -> Result<bool, SimError> {
-        let th = &mut self.threads[ti];
+        let th = &self.threads[ti];
         let Some(et) = th.events.as_ref() else {
             return Ok(false);
         };

@@ -108,11 +108,6 @@ impl Kernel {
         self.lazy.as_mut()?.procs.get_mut(proc)?.as_mut()
     }
 
-    /// Whether process `proc`'s accessed bits are read lazily.
-    pub fn is_lazy(&self, proc: u16) -> bool {
-        self.lazy_proc(proc as usize).is_some()
-    }
-
     /// `n` more accesses of process `proc` (the engine's aggregate steps).
     pub fn lazy_add_accesses(&mut self, proc: u16, n: u64) {
         if let Some(lp) = self.lazy_proc_mut(proc as usize) {
