@@ -24,6 +24,14 @@ pub struct ValidateArgs {
     /// scenario's own seed's.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     seeds: u64,
+    /// Run each scenario under both engines (`sim.engine = "access"` and `"events"`), each
+    /// under --seeds seeds, and print each check's mean simulated value under both, with
+    /// their difference and the seeds' noise; exit 1 when a check's means differ by more
+    /// than 3 %, than 1 % of the scenario's pages (small counts) and than two standard
+    /// errors. The kernel recordings play no part; KSM scenarios, where the page-event
+    /// engine does not apply, are skipped.
+    #[arg(long)]
+    compare_engines: bool,
     /// Print the QEMU arguments of the scenario's machine and exit (used by
     /// validation/record.sh).
     #[arg(long, hide = true)]
@@ -73,6 +81,9 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
             println!("{arg}");
         }
         return Ok(true);
+    }
+    if a.compare_engines {
+        return compare_engines(&paths, a.seeds);
     }
     let (mut scenarios_ok, mut checks, mut passed) = (0, 0, 0);
     let mut errors = Vec::new();
@@ -180,4 +191,65 @@ pub fn run(a: ValidateArgs) -> Result<bool, Error> {
         }
     );
     Ok(passed == checks && errors.is_empty())
+}
+
+/// `--compare-engines`: every scenario under both engines; whether every check agrees.
+fn compare_engines(paths: &[PathBuf], seeds: u64) -> Result<bool, Error> {
+    let (mut rows_ok, mut rows, mut scenarios_ok, mut compared) = (0, 0, 0, 0);
+    for p in paths {
+        let t0 = std::time::Instant::now();
+        let sc = Scenario::load(p, None)?;
+        let Some((r, event_threads)) = sc.compare_engines(seeds)? else {
+            println!(
+                "== {}: skipped (KSM: the page-event engine does not apply)\n",
+                sc.name
+            );
+            continue;
+        };
+        println!(
+            "== {} (both engines, {seeds} seed(s) each, in {:.1} s; {event_threads} thread(s) on page events)",
+            sc.name,
+            t0.elapsed().as_secs_f64()
+        );
+        let mut table = vec![[
+            "check".to_string(),
+            "access".into(),
+            "events".into(),
+            "difference".into(),
+            "seed noise".into(),
+            "".into(),
+        ]];
+        let pct = |x: Option<f64>, sign: bool| {
+            x.map_or("-".into(), |x| {
+                if sign {
+                    format!("{:+.1} %", 100.0 * x)
+                } else {
+                    format!("±{:.1} %", 100.0 * x)
+                }
+            })
+        };
+        for row in &r {
+            table.push([
+                row.check.clone(),
+                row.access.clone(),
+                row.events.clone(),
+                pct(row.rel, true),
+                pct(row.noise, false),
+                if row.agrees { "ok" } else { "DIFFERS" }.into(),
+            ]);
+        }
+        print!("{}", tiermem_lab::validate::text_table(&table));
+        println!();
+        let ok = r.iter().filter(|x| x.agrees).count();
+        rows += r.len();
+        rows_ok += ok;
+        compared += 1;
+        scenarios_ok += usize::from(ok == r.len());
+    }
+    println!(
+        "{scenarios_ok} of {compared} scenarios agree ({} skipped); {rows_ok} of {rows} checks within {:.0} % between the engines, or within the seeds' noise",
+        paths.len() - compared,
+        100.0 * tiermem_lab::validate::ENGINE_TOLERANCE
+    );
+    Ok(rows_ok == rows)
 }

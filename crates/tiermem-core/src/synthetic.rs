@@ -163,7 +163,8 @@ fn yes() -> bool {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pattern {
     Uniform,
-    /// Normal around the centre with σ = `sigma` × pages; draws outside are redrawn.
+    /// Normal around the centre with σ = `sigma` × pages; draws outside fold back by
+    /// reflection off the region's ends.
     Gaussian {
         sigma: f64,
     },
@@ -361,10 +362,6 @@ impl SyntheticConfig {
                 ));
             }
         }
-        if let Some(j) = active.iter().copied().find(|&j| !self.regions[j].populate) {
-            // Unpopulated accessed regions are fine (first-touch faults at run time).
-            let _ = j;
-        }
         Ok(())
     }
 
@@ -420,6 +417,15 @@ impl RegionSchedule {
             inv_share: shares.iter().map(|s| 1.0 / s).collect(),
             count: vec![0; n],
         }
+    }
+
+    /// Each scheduled region with the fraction of the thread's accesses it gets.
+    pub fn fractions(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let total: f64 = self.inv_share.iter().map(|i| 1.0 / i).sum();
+        self.regions
+            .iter()
+            .zip(&self.inv_share)
+            .map(move |(&j, i)| (j, 1.0 / i / total))
     }
 
     /// Whether there is any region to access.
@@ -518,6 +524,73 @@ impl PageSampler {
     }
 }
 
+impl PageSampler {
+    /// The pages drawn from (`[0, pages)`).
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    /// The exact distribution of [`PageSampler::sample`]: for each page, the probability
+    /// that one draw picks it (the page-event engine derives when a page is next touched
+    /// from it). Cost: one pass over the pages (Gaussian: a few erfc per page).
+    pub fn pmf(&self) -> Vec<f64> {
+        let n = self.pages;
+        match self.pattern {
+            Pattern::Uniform => vec![1.0 / n as f64; n as usize],
+            Pattern::Gaussian { sigma } => gaussian_pmf(n, sigma),
+            Pattern::HotCold {
+                hot_fraction,
+                hot_share,
+            } => {
+                let hot = ((n as f64 * hot_fraction).round() as u64).clamp(1, n);
+                if hot == n {
+                    return vec![1.0 / n as f64; n as usize];
+                }
+                let (h, c) = (hot_share / hot as f64, (1.0 - hot_share) / (n - hot) as f64);
+                (0..n).map(|i| if i < hot { h } else { c }).collect()
+            }
+            Pattern::Zipf { exponent } => {
+                // Rejection-inversion draws the exact law: rank r ∝ r^−s.
+                let w: Vec<f64> = (1..=n).map(|r| (r as f64).powf(-exponent)).collect();
+                let total: f64 = w.iter().sum();
+                w.into_iter().map(|x| x / total).collect()
+            }
+        }
+    }
+}
+
+/// The Gaussian draw's page distribution: x = n/2 + z·σ·n folded into `[0, n)` by
+/// reflection off the ends (period 2n), so page i collects the normal mass of
+/// `[i, i + 1)` and of its mirror `(2n − i − 1, 2n − i]`, shifted by every multiple of 2n.
+fn gaussian_pmf(n: u64, sigma: f64) -> Vec<f64> {
+    let (nf, sd) = (n as f64, (sigma * n as f64).max(f64::MIN_POSITIVE));
+    // P(a ≤ x < b) for x ~ N(n/2, sd), from the tail nearer to the interval (erfc keeps
+    // the far tails' precision where a difference of CDFs near 1 would lose it).
+    let mass = |a: f64, b: f64| {
+        let (za, zb) = ((a - nf / 2.0) / sd, (b - nf / 2.0) / sd);
+        let r = std::f64::consts::FRAC_1_SQRT_2;
+        if za >= 0.0 {
+            0.5 * (libm::erfc(za * r) - libm::erfc(zb * r))
+        } else {
+            0.5 * (libm::erfc(-zb * r) - libm::erfc(-za * r))
+        }
+    };
+    // Images beyond 10 σ carry nothing a float can hold.
+    let images = ((10.0 * sd / (2.0 * nf)).ceil() as i64).max(1);
+    (0..n)
+        .map(|i| {
+            let i = i as f64;
+            (-images..=images)
+                .map(|k| {
+                    let shift = 2.0 * nf * k as f64;
+                    mass(i + shift, i + 1.0 + shift)
+                        + mass(2.0 * nf - i - 1.0 + shift, 2.0 * nf - i + shift)
+                })
+                .sum()
+        })
+        .collect()
+}
+
 /// Zipf ranks 1..=n by rejection-inversion (Hörmann and Derflinger, "Rejection-inversion to
 /// generate variates from monotone discrete distributions", ACM TOMACS 6(3), 1996): O(1)
 /// per draw for any n, with an acceptance rate close to 1.
@@ -557,21 +630,34 @@ impl ZipfInv {
     }
 
     fn sample(&self, u1: f64, u2: f64) -> u64 {
-        // Up to a few rounds; each round uses a fresh pair derived from the previous one
-        // deterministically, so the draw stays a pure function of (u1, u2).
+        // Up to a few rounds; a rejected round draws its successor from a hash of its
+        // own numbers (a fixed shift of `a` would move the rejected mass onto a fixed set
+        // of ranks and bias the law), so the draw stays a pure function of (u1, u2).
         let (mut a, mut b) = (u1, u2);
-        for _ in 0..16 {
+        for round in 0..16u64 {
+            if round > 0 {
+                let seed = a.to_bits() ^ b.to_bits().rotate_left(29) ^ round;
+                a = unit(splitmix64(seed));
+                b = unit(splitmix64(seed ^ 0x9E37_79B9_7F4A_7C15));
+            }
             let u = self.h_n + a * (self.h_x1 - self.h_n);
             let x = self.h_inv(u);
             let k = (x + 0.5).floor().clamp(1.0, self.n);
             if k - x <= self.threshold || u >= self.h(k + 0.5) - k.powf(-self.s) {
                 return k as u64;
             }
-            a = (a + 0.618_033_988_749_895 + b * 1e-7).fract();
-            b = (b + 0.414_213_562_373_095).fract();
         }
         1
     }
+}
+
+/// SplitMix64's output function (Steele, Lea and Flood, OOPSLA 2014): a bijective mix of
+/// 64 bits.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// (e^t − 1)/t, continuous at t = 0.
@@ -663,6 +749,40 @@ mod tests {
         let h = histogram(Pattern::Zipf { exponent: 0.5 }, 100, 200_000);
         let ratio = h[0] as f64 / h[3] as f64; // (4/1)^0.5 = 2
         assert!((ratio - 2.0).abs() < 0.15, "{ratio}");
+    }
+
+    /// Each pattern's `pmf` against a histogram of its own draws (χ²-like: every page
+    /// within 5 standard errors, and the masses add up to one).
+    #[test]
+    fn pmf_is_the_law_of_the_draws() {
+        let draws = 400_000;
+        for (p, n) in [
+            (Pattern::Uniform, 50),
+            (Pattern::Gaussian { sigma: 0.1 }, 200),
+            (Pattern::Gaussian { sigma: 0.7 }, 40),
+            (
+                Pattern::HotCold {
+                    hot_fraction: 0.1,
+                    hot_share: 0.9,
+                },
+                100,
+            ),
+            (Pattern::Zipf { exponent: 1.0 }, 300),
+            (Pattern::Zipf { exponent: 0.6 }, 100),
+        ] {
+            let pmf = PageSampler::new(p, n).pmf();
+            let total: f64 = pmf.iter().sum();
+            assert!((total - 1.0).abs() < 1e-9, "{p:?}: {total}");
+            let h = histogram(p, n, draws);
+            for (i, (&c, &q)) in h.iter().zip(&pmf).enumerate() {
+                let expect = q * draws as f64;
+                let se = expect.max(1.0).sqrt();
+                assert!(
+                    (c as f64 - expect).abs() < 5.0 * se + 2.0,
+                    "{p:?} page {i}: {c} drawn, {expect:.1} expected"
+                );
+            }
+        }
     }
 
     #[test]

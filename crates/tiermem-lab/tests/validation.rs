@@ -88,3 +88,36 @@ fn seed_spread_counts_each_check_over_the_seeds() {
     }
     assert_eq!((spread.passes, spread.all_pass), (expected, all));
 }
+
+/// The page-event engine against the access engine on every scenario where it applies
+/// (issue 19's cross-check): each check's mean over 4 seeds within 3 %, within 1 % of the
+/// scenario's pages, or within the seeds' own noise; and the events engine really ran (a
+/// thread switched), so that the agreement is not the access engine's with itself.
+#[test]
+fn the_engines_agree_on_every_scenario() {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.join("scenario.toml").exists())
+        .collect();
+    dirs.sort();
+    let (mut compared, mut differing) = (0, Vec::new());
+    for d in dirs {
+        let sc = Scenario::load(&d, None).unwrap();
+        let Some((rows, event_threads)) = sc.compare_engines(4).unwrap() else {
+            continue;
+        };
+        // Weighted-interleave placement scenarios have no access threads.
+        if !d.ends_with("wi-task") && !d.ends_with("wi-vma") {
+            assert!(event_threads > 0, "{}: no thread on page events", sc.name);
+        }
+        compared += 1;
+        differing.extend(
+            rows.iter()
+                .filter(|r| !r.agrees)
+                .map(|r| format!("{} / {}: {} vs {}", sc.name, r.check, r.access, r.events)),
+        );
+    }
+    assert!(compared >= 15, "{compared} scenarios compared");
+    assert!(differing.is_empty(), "{differing:#?}");
+}

@@ -333,6 +333,43 @@ impl Scenario {
         Ok(SeedSpread::count(&outcome.results, &runs))
     }
 
+    /// The scenario under both engines, each under `seeds` seeds (the scenario's and the
+    /// next ones), all in parallel: each check's simulated value under the access engine
+    /// and under the page-event engine, as means over the seeds
+    /// (`tiermem validate --compare-engines`). The kernel recording plays no part.
+    /// `None` when the page-event engine does not apply (KSM); with the rows, how many
+    /// threads ran as page events in the first events run.
+    pub fn compare_engines(&self, seeds: u64) -> Result<Option<(Vec<EngineRow>, usize)>, Error> {
+        use tiermem_core::config::EngineKind;
+        if self.cfg.kernel.ksm.is_some() {
+            return Ok(None);
+        }
+        let seeds = seeds.max(1);
+        let configs: Vec<SimConfig> = [EngineKind::Access, EngineKind::Events]
+            .into_iter()
+            .flat_map(|e| {
+                (0..seeds).map(move |k| {
+                    let mut cfg = self.cfg.clone();
+                    cfg.sim.engine = e;
+                    cfg.seed = self.cfg.seed.wrapping_add(k);
+                    cfg
+                })
+            })
+            .collect();
+        let (mut runs, mut event_threads) = (Vec::new(), Vec::new());
+        for r in crate::experiment::run_all(&configs, &|_, _, _| {}) {
+            let r = r?;
+            event_threads.push(r.event_threads);
+            runs.push(self.compare(r.timeline_csv)?.results);
+        }
+        let events = runs.split_off(seeds as usize);
+        let floor = self.tolerances().count_abs;
+        let rows = (0..runs[0].len())
+            .map(|i| EngineRow::new(&runs, &events, i, floor))
+            .collect();
+        Ok(Some((rows, event_threads[seeds as usize])))
+    }
+
     /// Compare a simulated timeline with the recordings.
     fn compare(&self, timeline_csv: String) -> Result<Outcome, Error> {
         let sim = Timeline::parse(&timeline_csv, "simulated timeline")?;
@@ -379,6 +416,124 @@ impl Scenario {
     }
 }
 
+/// Rows as aligned text columns: the first left-aligned, the others right-aligned.
+pub fn text_table<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut w = [0usize; N];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(w[i] - c.chars().count());
+                if i == 0 {
+                    format!("{c}{pad}")
+                } else {
+                    format!("{pad}{c}")
+                }
+            })
+            .collect();
+        s.push_str(line.join("  ").trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// The page-event engine's agreement with the access engine that `--compare-engines` asks
+/// for (issue 19): ±3 %.
+pub const ENGINE_TOLERANCE: f64 = 0.03;
+
+/// One check's simulated value under the two engines, over seeds.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EngineRow {
+    pub check: String,
+    /// The mean over the seeds (the first seed's text where the row has no number).
+    pub access: String,
+    pub events: String,
+    /// (events − access) / |access| of the means, where the row has numbers.
+    pub rel: Option<f64>,
+    /// Two standard errors of the difference of the means, relative to |access| (seed
+    /// noise; 0 with one seed).
+    pub noise: Option<f64>,
+    /// The means differ by at most [`ENGINE_TOLERANCE`], by at most the scenario's absolute
+    /// count floor (1 % of its pages: counts too small for a relative test), or by no
+    /// more than the seeds' own noise; a row without numbers agrees when its texts do.
+    pub agrees: bool,
+}
+
+/// Mean and variance of the mean of row `i`'s simulated values over runs (`None` when a
+/// run has no number there).
+fn mean_and_var(runs: &[Vec<CheckResult>], i: usize) -> Option<(f64, f64)> {
+    let xs: Vec<f64> = runs
+        .iter()
+        .map(|r| r.get(i).and_then(|c| c.values).map(|v| v.1))
+        .collect::<Option<_>>()?;
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n
+    } else {
+        0.0
+    };
+    Some((mean, var))
+}
+
+impl EngineRow {
+    fn new(access: &[Vec<CheckResult>], events: &[Vec<CheckResult>], i: usize, floor: f64) -> Self {
+        let text = |runs: &[Vec<CheckResult>]| {
+            runs.first()
+                .and_then(|r| r.get(i))
+                .map_or(String::new(), |c| c.sim.clone())
+        };
+        let check = access
+            .first()
+            .and_then(|r| r.get(i))
+            .map_or(String::new(), |c| c.check.clone());
+        match (mean_and_var(access, i), mean_and_var(events, i)) {
+            (Some((a, va)), Some((e, ve))) => {
+                let scale = a.abs().max(f64::MIN_POSITIVE);
+                let rel = if a == e { 0.0 } else { (e - a) / scale };
+                let noise = 2.0 * (va + ve).sqrt();
+                let diff = (e - a).abs();
+                EngineRow {
+                    check,
+                    access: fmt_mean(a),
+                    events: fmt_mean(e),
+                    rel: Some(rel),
+                    noise: Some(noise / scale),
+                    agrees: rel.abs() <= ENGINE_TOLERANCE || diff <= floor || diff <= noise,
+                }
+            }
+            _ => {
+                let (a, e) = (text(access), text(events));
+                EngineRow {
+                    check,
+                    agrees: a == e,
+                    access: a,
+                    events: e,
+                    rel: None,
+                    noise: None,
+                }
+            }
+        }
+    }
+}
+
+fn fmt_mean(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{v:.4e}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 impl Outcome {
     /// The comparison as a text table.
     pub fn table(&self) -> String {
@@ -405,30 +560,7 @@ impl Outcome {
                 spread,
             ]);
         }
-        let mut w = [0usize; 7];
-        for r in &rows {
-            for (i, c) in r.iter().enumerate() {
-                w[i] = w[i].max(c.chars().count());
-            }
-        }
-        let mut s = String::new();
-        for r in &rows {
-            let line: Vec<String> = r
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let pad = w[i] - c.chars().count();
-                    if i == 0 {
-                        format!("{c}{}", " ".repeat(pad))
-                    } else {
-                        format!("{}{c}", " ".repeat(pad))
-                    }
-                })
-                .collect();
-            s.push_str(line.join("  ").trim_end());
-            s.push('\n');
-        }
-        s
+        text_table(&rows)
     }
 
     /// Write `DIR/<scenario>/`: `results.json`, `report.md`, `overlay.svg` and the simulated

@@ -129,6 +129,13 @@ impl EventThread {
     /// Queue the next touch of a page that faults at it (store-only touches for the zero
     /// page, whose loads do not fault).
     fn schedule(&mut self, idx: u32, gen: u8, store: bool) {
+        if self.model.periodic.contains(&idx) {
+            // Touched after every batch: at the next multiple of the period.
+            let period = self.model.period.max(1);
+            self.queue
+                .push((self.count / period + 1) * period, (idx, gen, store));
+            return;
+        }
         let mut p = self.model.pmf.get(idx as usize).copied().unwrap_or(0.0) as f64;
         if store {
             p *= 1.0 - self.model.read_share;
@@ -147,7 +154,6 @@ impl Simulation {
         let engine = self.cfg.sim.engine;
         engine != EngineKind::Access
             && th.stationary.is_some()
-            && th.pace == 0
             && !th.latency_probe
             && self.cfg.kernel.ksm.is_none()
     }
@@ -223,11 +229,17 @@ impl Simulation {
         };
         while self.threads[ti].clock < limit {
             let th = &mut self.threads[ti];
+            // Accesses until the window ends: the last one starts before the limit.
+            let to_limit = th.accesses_before(limit, mix.cost);
+            if to_limit == 0 {
+                // A paced thread whose next access is due after the window spins to its end.
+                th.win_active += limit - th.clock;
+                th.clock = limit;
+                break;
+            }
             let Some(et) = th.events.as_mut() else {
                 return Ok(());
             };
-            // Accesses until the window ends: the last one starts before the limit.
-            let to_limit = ((limit - th.clock) as f64 / mix.cost).ceil().max(1.0) as u64;
             let horizon = et.count + to_limit;
             if et.due.is_empty() {
                 et.take_due(horizon);
@@ -308,21 +320,30 @@ impl Simulation {
             return Ok(false);
         }
         // A store only where the touch is drawn as one: the kind of a touch is
-        // independent of which page it lands on.
+        // independent of which page it lands on. A periodic touch is a store without
+        // traffic.
+        let periodic = et.model.periodic.contains(&idx);
         let write = store
+            || periodic
             || unit_hash(et.salt ^ 0x51DE ^ count.rotate_left(20) ^ idx as u64)
                 >= et.model.read_share;
         let a = Access {
             idx,
-            lines: 1,
+            lines: u8::from(!periodic),
             kind: if write { K_WRITE } else { K_READ },
         };
         let clock = th.clock;
         if self.access_fault(ti, a, clock) {
             return Ok(true);
         }
-        // A load that mapped the zero page faults again at the page's next store.
         let now = self.kernel.procs()[proc as usize].ptes[idx as usize];
+        if write && now & PTE_RDONLY != 0 {
+            // A read-modify-write whose load half mapped the zero page: its store faults
+            // next, in the same access (as the access loop retries it).
+            let clock = self.threads[ti].clock;
+            return Ok(self.access_fault(ti, a, clock));
+        }
+        // A load that mapped the zero page faults again at the page's next store.
         if now & PTE_RDONLY != 0 {
             if let Some(et) = self.threads[ti].events.as_mut() {
                 et.schedule(idx, gen, true);
@@ -337,7 +358,8 @@ impl Simulation {
         let th = &mut self.threads[ti];
         let last_cost = th.events.as_ref().map_or(0.0, |e| e.last_cost);
         let samples = if last_cost > 0.0 {
-            let expected = (limit - th.clock) as f64 / last_cost;
+            // A paced thread runs one access per slot at most.
+            let expected = (limit - th.clock) as f64 / last_cost.max(th.pace as f64);
             ((expected / 8.0) as usize).clamp(MIN_SAMPLES, SAMPLES)
         } else {
             SAMPLES
@@ -363,9 +385,13 @@ impl Simulation {
             }
             let a = th.buf[th.cursor];
             th.cursor += 1;
+            if a.lines == 0 {
+                // A periodic touch of the loop's own pages: not an access (events fire it).
+                continue;
+            }
             let pte = ptes[a.idx as usize];
             n += 1;
-            if pte & PTE_PRESENT == 0 || a.lines == 0 {
+            if pte & PTE_PRESENT == 0 {
                 // A page not mapped yet costs its fault (an event), not a memory access.
                 time += th.cpu_per_access as f64;
                 continue;
@@ -411,7 +437,16 @@ impl Simulation {
             th.win_lines[slot] += whole as u64;
             lines_total += whole as u64;
         }
-        let dt = kf * mix.cost + et.carry_clock;
+        let dt = if th.pace == 0 {
+            kf * mix.cost + et.carry_clock
+        } else {
+            // The k-th access starts at the later of its slot and the previous one's end:
+            // the last ends at max(clock + k·cost, slot + (k − 1)·max(pace, cost) + cost).
+            let step = (th.pace as f64).max(mix.cost);
+            let slot_end = th.next_slot as f64 + (kf - 1.0) * step + mix.cost;
+            th.next_slot += k * th.pace;
+            (kf * mix.cost + et.carry_clock).max(slot_end - th.clock as f64)
+        };
         let dt_whole = whole_part(dt);
         et.carry_clock = dt - dt_whole;
         let lat = kf * mix.lat + et.carry_lat;

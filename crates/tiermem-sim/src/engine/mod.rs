@@ -110,6 +110,22 @@ impl Thread {
         (self.clock < limit).then_some(limit)
     }
 
+    /// How many accesses of mean cost `cost` (ps) the thread starts before `limit`: all
+    /// that fit when it runs unpaced (at least one); when paced, the k-th starts at
+    /// max(clock + (k − 1)·cost, next slot + (k − 1)·max(pace, cost)), as the access loop
+    /// issues them (0 when the next slot is past the limit).
+    fn accesses_before(&self, limit: u64, cost: f64) -> u64 {
+        let by_cost = ((limit - self.clock) as f64 / cost).ceil().max(1.0) as u64;
+        if self.pace == 0 {
+            return by_cost;
+        }
+        if self.next_slot >= limit {
+            return 0;
+        }
+        let step = (self.pace as f64).max(cost);
+        by_cost.min(((limit - self.next_slot) as f64 / step).ceil() as u64)
+    }
+
     fn window_bytes(&self) -> u64 {
         let mut b = 0;
         for (slot, &l) in self.win_lines.iter().enumerate() {
@@ -231,6 +247,8 @@ pub struct SimResult {
     pub host_table_bytes: usize,
     /// The regions of every aggregation of the contexts with `record = true` (`damon.json`).
     pub damon_records: Vec<tiermem_core::damon_record::DamonRecord>,
+    /// Threads that ran their measured phase as page events (`sim.engine`).
+    pub event_threads: usize,
 }
 
 /// Barrier groups: each group's thread indices and its release times.
@@ -1227,6 +1245,7 @@ impl Simulation {
             timeline_csv: self.timeline_csv(),
             host_table_bytes: self.kernel.host_bytes(),
             damon_records: crate::mm::damon::records(&self.kdamonds),
+            event_threads: self.threads.iter().filter(|t| t.events.is_some()).count(),
         }
     }
 }

@@ -39,6 +39,12 @@ pub struct Stationary {
     pub pmf: pmf::Pmf,
     /// The share of accesses that are loads (the rest are stores).
     pub read_share: f64,
+    /// Pages touched (stored to, without traffic) once every `period` accesses rather than
+    /// drawn: the synthetic loop's stack and control block after each batch. Empty for
+    /// pmbench.
+    pub periodic: Vec<u32>,
+    /// See `periodic`.
+    pub period: u64,
 }
 
 /// A thread's access generator.
@@ -77,11 +83,16 @@ impl Generator {
 
     /// What the page-event engine needs of a generator whose measured phase draws every
     /// page independently from one fixed distribution (pmbench's `uniform`, `normal_ih`
-    /// and `pareto`); `None` for the others. `cache` shares one distribution between the
-    /// threads that draw from the same pattern.
+    /// and `pareto`; a synthetic workload's access threads); `None` for the others.
+    /// `cache` shares one distribution between the pmbench threads that draw from the same
+    /// pattern.
     pub fn stationary(&self, cache: &mut Vec<(Pattern, pmf::Pmf)>) -> Option<Stationary> {
-        let Generator::Pmbench(g) = self else {
-            return None;
+        let g = match self {
+            Generator::Pmbench(g) => g,
+            Generator::Synthetic(crate::workload::synthetic::SyntheticGen::Access(g)) => {
+                return g.stationary();
+            }
+            _ => return None,
         };
         let pmf = match cache.iter().find(|(p, _)| *p == g.pattern) {
             Some((_, pmf)) => pmf.clone(),
@@ -94,6 +105,8 @@ impl Generator {
         Some(Stationary {
             pmf,
             read_share: g.read_threshold as f64 / 1024.0,
+            periodic: Vec::new(),
+            period: 0,
         })
     }
 

@@ -15,7 +15,7 @@
 //! stagger their first scan as `init_numa_balancing` does; then one task per access thread.
 
 use crate::mm::Kernel;
-use crate::workload::{Access, Generator, Step, ThreadSpec, K_READ, K_WRITE};
+use crate::workload::{Access, Generator, Stationary, Step, ThreadSpec, K_READ, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tiermem_core::synthetic::{KsmContent, PageSampler, RegionSchedule, SyntheticConfig};
@@ -99,6 +99,45 @@ impl AccessGen {
             kind: K_WRITE,
         }));
         Step::Accesses
+    }
+}
+
+impl AccessGen {
+    /// The thread's accesses as the page-event engine sees them (`None` when it accesses
+    /// nothing): page i of region j is drawn with probability (region j's fraction of the
+    /// schedule) × (its sampler's probability of i). The schedule interleaves the regions
+    /// in a fixed order rather than at random; per page, the time to its next touch is
+    /// still close to geometric, since one region's draws are independent. The image
+    /// pages the loop stores to after each batch are periodic, not drawn; in the
+    /// distribution (which also answers the kernel's accessed-bit tests for the whole
+    /// process) they stand at once per batch. The other threads' stacks, which this one
+    /// does not touch, stand at zero there.
+    pub fn stationary(&self) -> Option<Stationary> {
+        if self.schedule.is_empty() {
+            return None;
+        }
+        let end = |(base, s): &(u32, PageSampler)| *base as usize + s.pages() as usize;
+        let len = (self.regions.iter().flatten().map(end))
+            .chain(self.touches.iter().map(|&t| t as usize + 1))
+            .max()?;
+        let mut pmf = vec![0.0f32; len];
+        for (j, share) in self.schedule.fractions() {
+            let Some((base, sampler)) = &self.regions[j] else {
+                continue;
+            };
+            for (i, q) in sampler.pmf().into_iter().enumerate() {
+                pmf[*base as usize + i] = (share * q) as f32;
+            }
+        }
+        for &t in &self.touches {
+            pmf[t as usize] = 1.0 / BATCH as f32;
+        }
+        Some(Stationary {
+            pmf: pmf.into(),
+            read_share: 1.0 - self.write_threshold as f64 / (1u64 << 32) as f64,
+            periodic: self.touches.clone(),
+            period: BATCH as u64,
+        })
     }
 }
 
