@@ -11,7 +11,24 @@
 //! resolves through a symbolic link, so a pattern cannot be escaped by a link in a fake or
 //! real tree.
 
-/// The writable parameters of `damon_reclaim` (`mm/damon/reclaim.c`, Linux 5.16–6.18; the
+/// The writable parameters every DAMON module defines through `mm/damon/modules-common.h`
+/// (`DEFINE_DAMON_MODULES_MON_ATTRS_PARAMS`, `..._WMARKS_PARAMS`, the monitored region)
+/// and `addr_unit` (6.18).
+const DAMON_MODULE_COMMON_PARAMS: &[&str] = &[
+    "wmarks_interval",
+    "wmarks_high",
+    "wmarks_mid",
+    "wmarks_low",
+    "sample_interval",
+    "aggr_interval",
+    "min_nr_regions",
+    "max_nr_regions",
+    "monitor_region_start",
+    "monitor_region_end",
+    "addr_unit",
+];
+
+/// `damon_reclaim`'s own writable parameters (`mm/damon/reclaim.c`, Linux 5.16–6.18; the
 /// read-only statistics `nr_*`, `bytes_*`, `kdamond_pid` and the trigger `commit_inputs`
 /// are not here: the agent never sets them from a config).
 pub const DAMON_RECLAIM_PARAMS: &[&str] = &[
@@ -22,21 +39,10 @@ pub const DAMON_RECLAIM_PARAMS: &[&str] = &[
     "quota_reset_interval_ms",
     "quota_mem_pressure_us",
     "quota_autotune_feedback",
-    "wmarks_interval",
-    "wmarks_high",
-    "wmarks_mid",
-    "wmarks_low",
-    "sample_interval",
-    "aggr_interval",
-    "min_nr_regions",
-    "max_nr_regions",
-    "monitor_region_start",
-    "monitor_region_end",
     "skip_anon",
-    "addr_unit",
 ];
 
-/// The writable parameters of `damon_lru_sort` (`mm/damon/lru_sort.c`, Linux 6.0–6.18).
+/// `damon_lru_sort`'s own writable parameters (`mm/damon/lru_sort.c`, Linux 6.0–6.18).
 pub const DAMON_LRU_SORT_PARAMS: &[&str] = &[
     "enabled",
     "hot_thres_access_freq",
@@ -45,26 +51,17 @@ pub const DAMON_LRU_SORT_PARAMS: &[&str] = &[
     "quota_reset_interval_ms",
     "active_mem_bp",
     "autotune_monitoring_intervals",
-    "wmarks_interval",
-    "wmarks_high",
-    "wmarks_mid",
-    "wmarks_low",
-    "sample_interval",
-    "aggr_interval",
-    "min_nr_regions",
-    "max_nr_regions",
-    "monitor_region_start",
-    "monitor_region_end",
-    "addr_unit",
 ];
 
-/// The known writable parameters of a DAMON module (`damon_reclaim`, `damon_lru_sort`).
-pub fn damon_module_params(module: &str) -> Option<&'static [&'static str]> {
-    match module {
-        "damon_reclaim" => Some(DAMON_RECLAIM_PARAMS),
-        "damon_lru_sort" => Some(DAMON_LRU_SORT_PARAMS),
-        _ => None,
-    }
+/// The known writable parameters of a DAMON module (`damon_reclaim`, `damon_lru_sort`):
+/// its own and the common ones.
+pub fn damon_module_params(module: &str) -> Option<Vec<&'static str>> {
+    let own = match module {
+        "damon_reclaim" => DAMON_RECLAIM_PARAMS,
+        "damon_lru_sort" => DAMON_LRU_SORT_PARAMS,
+        _ => return None,
+    };
+    Some(own.iter().chain(DAMON_MODULE_COMMON_PARAMS).copied().collect())
 }
 
 /// Every file the agent writes, by pattern (see the module doc for the syntax).
@@ -219,7 +216,11 @@ mod tests {
 
     #[test]
     fn module_parameter_lists_have_no_read_only_entries() {
-        for p in DAMON_RECLAIM_PARAMS.iter().chain(DAMON_LRU_SORT_PARAMS) {
+        for p in DAMON_RECLAIM_PARAMS
+            .iter()
+            .chain(DAMON_LRU_SORT_PARAMS)
+            .chain(DAMON_MODULE_COMMON_PARAMS)
+        {
             assert!(!p.starts_with("nr_") && !p.starts_with("bytes_") && *p != "kdamond_pid");
         }
     }

@@ -321,7 +321,7 @@ fn damon_modules(b: &mut Builder, cfg: &AgentConfig) -> Result<(), Error> {
                 }
             };
             // The name becomes part of a path: only the module's known writable parameters.
-            let known = crate::allow::damon_module_params(module).unwrap_or(&[]);
+            let known = crate::allow::damon_module_params(module).unwrap_or_default();
             if !known.contains(&k.as_str()) {
                 return Err(cfg_err(
                     &format!("{module}.{k}"),

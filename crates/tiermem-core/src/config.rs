@@ -126,9 +126,10 @@ pub enum EngineKind {
     /// Every access runs through the page table (the engine checked against the kernel).
     Access,
     /// Threads whose measured phase draws pages from one fixed distribution (pmbench's
-    /// `uniform`, `normal_ih`, `pareto`) switch at its start to page events: accessed bits
-    /// and faulting touches are drawn from each page's access probability, traffic and
-    /// latency are accounted in aggregate. Other threads stay on the access engine.
+    /// `uniform`, `normal_ih`, `pareto`; synthetic workloads' access threads, paced or
+    /// not) switch at its start to page events: accessed bits and faulting touches are
+    /// drawn from each page's access probability, traffic and latency are accounted in
+    /// aggregate. Other threads stay on the access engine.
     /// Refused with KSM, whose merging reads page contents that aggregate accesses do not
     /// write.
     Events,
