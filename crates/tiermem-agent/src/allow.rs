@@ -61,7 +61,12 @@ pub fn damon_module_params(module: &str) -> Option<Vec<&'static str>> {
         "damon_lru_sort" => DAMON_LRU_SORT_PARAMS,
         _ => return None,
     };
-    Some(own.iter().chain(DAMON_MODULE_COMMON_PARAMS).copied().collect())
+    Some(
+        own.iter()
+            .chain(DAMON_MODULE_COMMON_PARAMS)
+            .copied()
+            .collect(),
+    )
 }
 
 /// Every file the agent writes, by pattern (see the module doc for the syntax).
