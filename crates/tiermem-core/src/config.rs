@@ -126,7 +126,7 @@ pub enum EngineKind {
     /// Every access runs through the page table (the engine checked against the kernel).
     Access,
     /// Threads whose measured phase draws pages from one fixed distribution (pmbench's
-    /// `uniform`, `normal_ih`, `pareto`; synthetic workloads' access threads, paced or
+    /// `uniform`, `normal_ih`, `normal`, `pareto`; synthetic workloads' access threads, paced or
     /// not) switch at its start to page events: accessed bits and faulting touches are
     /// drawn from each page's access probability, traffic and latency are accounted in
     /// aggregate. Other threads stay on the access engine.

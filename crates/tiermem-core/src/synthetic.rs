@@ -559,22 +559,24 @@ impl PageSampler {
     }
 }
 
+/// P(a ≤ x < b) for x ~ N(mean, sd), from the tail nearer to the interval (erfc keeps the
+/// far tails' precision where a difference of CDFs near 1 would lose it).
+pub fn normal_mass(a: f64, b: f64, mean: f64, sd: f64) -> f64 {
+    let r = std::f64::consts::FRAC_1_SQRT_2 / sd;
+    let (za, zb) = ((a - mean) * r, (b - mean) * r);
+    if za >= 0.0 {
+        0.5 * (libm::erfc(za) - libm::erfc(zb))
+    } else {
+        0.5 * (libm::erfc(-zb) - libm::erfc(-za))
+    }
+}
+
 /// The Gaussian draw's page distribution: x = n/2 + z·σ·n folded into `[0, n)` by
 /// reflection off the ends (period 2n), so page i collects the normal mass of
 /// `[i, i + 1)` and of its mirror `(2n − i − 1, 2n − i]`, shifted by every multiple of 2n.
 fn gaussian_pmf(n: u64, sigma: f64) -> Vec<f64> {
     let (nf, sd) = (n as f64, (sigma * n as f64).max(f64::MIN_POSITIVE));
-    // P(a ≤ x < b) for x ~ N(n/2, sd), from the tail nearer to the interval (erfc keeps
-    // the far tails' precision where a difference of CDFs near 1 would lose it).
-    let mass = |a: f64, b: f64| {
-        let (za, zb) = ((a - nf / 2.0) / sd, (b - nf / 2.0) / sd);
-        let r = std::f64::consts::FRAC_1_SQRT_2;
-        if za >= 0.0 {
-            0.5 * (libm::erfc(za * r) - libm::erfc(zb * r))
-        } else {
-            0.5 * (libm::erfc(-zb * r) - libm::erfc(-za * r))
-        }
-    };
+    let mass = |a: f64, b: f64| normal_mass(a, b, nf / 2.0, sd);
     // Images beyond 10 σ carry nothing a float can hold.
     let images = ((10.0 * sd / (2.0 * nf)).ceil() as i64).max(1);
     (0..n)

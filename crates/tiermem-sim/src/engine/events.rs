@@ -1,7 +1,8 @@
 //! The page-event engine (`sim.engine = "events"` / `"auto"`): threads whose measured phase
 //! draws pages independently from one fixed distribution (pmbench's `uniform`, `normal_ih`,
-//! `pareto`) stop executing accesses one by one at the phase's start. What the kernel sees of
-//! their accesses is drawn instead, from each page's probability p per access:
+//! `normal`, `pareto`; synthetic workloads' access threads) stop executing accesses one by
+//! one at the phase's start. What the kernel sees of their accesses is drawn instead, from
+//! each page's probability p per access:
 //!
 //! * **Faulting touches.** A page that faults at its next touch (made `PROT_NONE` by the NUMA
 //!   scanner, swapped out, not yet mapped, or the zero page for a store) is next touched by a

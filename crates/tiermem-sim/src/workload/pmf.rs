@@ -10,16 +10,30 @@ pub use crate::mm::lazy::Pmf;
 use crate::workload::Pattern;
 
 /// The distribution of `pattern`'s page draws, or `None` for patterns whose draws are not
-/// independent of each other (`linear` walks the map in order) or that have no cheap
-/// closed form here (`normal`, Box-Muller: it would need erf; it stays on the access engine).
+/// independent of each other (`linear` walks the map in order).
 pub fn of_pattern(pattern: &Pattern) -> Option<Pmf> {
     let p: Vec<f32> = match *pattern {
         Pattern::Uniform { n } => vec![1.0 / n as f32; n as usize],
         Pattern::NormalIh { n, k, offset } => irwin_hall(n, k, offset),
         Pattern::Pareto { n, alpha, h_pow } => pareto(n, alpha, h_pow),
-        Pattern::Normal { .. } | Pattern::Linear { .. } => return None,
+        Pattern::Normal { n, sigma, .. } => normal(n, sigma),
+        Pattern::Linear { .. } => return None,
     };
     Some(p.into())
+}
+
+/// pmbench's `normal`: N/2 + z·σ from Box-Muller (both numbers of a pair are independent
+/// standard normals, so the draws are independent), truncated to its page; a draw outside
+/// `[0, N)` lands on page N/2.
+fn normal(n: u64, sigma: f64) -> Vec<f32> {
+    let (mean, sd) = (n as f64 / 2.0, sigma.max(f64::MIN_POSITIVE));
+    let mass = |a: f64, b: f64| tiermem_core::synthetic::normal_mass(a, b, mean, sd);
+    let mut p: Vec<f64> = (0..n).map(|i| mass(i as f64, i as f64 + 1.0)).collect();
+    let outside = mass(f64::NEG_INFINITY, 0.0) + mass(n as f64, f64::INFINITY);
+    if let Some(mid) = p.get_mut((n / 2) as usize) {
+        *mid += outside;
+    }
+    p.into_iter().map(|x| x as f32).collect()
 }
 
 /// pmbench's `normal_ih`: the sum of twelve independent uniform draws over `[0, k)`, plus
@@ -109,13 +123,14 @@ mod tests {
         matches_draws(PmbenchPattern::Uniform, 500, None);
         matches_draws(PmbenchPattern::Pareto, 800, None);
         matches_draws(PmbenchPattern::Pareto, 800, Some(0.5));
+        // σ of 10 pages over 100 (nothing falls outside) and of 40 (a tenth lands on N/2).
+        matches_draws(PmbenchPattern::Normal, 100, Some(10.0));
+        matches_draws(PmbenchPattern::Normal, 100, Some(40.0));
     }
 
     #[test]
     fn patterns_with_dependent_draws_have_none() {
         let lin = Pattern::new(PmbenchPattern::Linear, 100, None, 3);
         assert!(of_pattern(&lin).is_none());
-        let normal = Pattern::new(PmbenchPattern::Normal, 100, Some(10.0), 1);
-        assert!(of_pattern(&normal).is_none());
     }
 }
