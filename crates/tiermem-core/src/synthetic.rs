@@ -522,9 +522,7 @@ impl PageSampler {
             },
         }
     }
-}
 
-impl PageSampler {
     /// The pages drawn from (`[0, pages)`).
     pub fn pages(&self) -> u64 {
         self.pages
@@ -655,7 +653,8 @@ impl ZipfInv {
 
 /// SplitMix64's output function (Steele, Lea and Flood, OOPSLA 2014): a bijective mix of
 /// 64 bits.
-fn splitmix64(x: u64) -> u64 {
+#[inline]
+pub fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -5,6 +5,29 @@
 use tiermem_core::config::SimConfig;
 use tiermem_sim::engine::{RunOptions, SimResult, Simulation};
 
+/// A DRAM node with the CPUs and a CPU-less CXL node below it.
+fn machine(dram: &str, cxl: &str) -> String {
+    format!(
+        r#"
+[machine]
+name = "tiny"
+[[machine.nodes]]
+id = 0
+cpus = 2
+capacity = "{dram}"
+kind = "dram"
+read_latency = "80ns"
+read_bandwidth = "20GB/s"
+[[machine.nodes]]
+id = 1
+capacity = "{cxl}"
+kind = "cxl"
+read_latency = "250ns"
+read_bandwidth = "10GB/s"
+"#
+    )
+}
+
 /// pmbench `normal_ih` (80 % reads, `-i`) in 2 processes of 96 MiB on 128 MiB of DRAM and a
 /// CXL node, NUMA balancing in memory-tiering mode with seed-001's 1/32 clocks: the fast
 /// node fills, cold pages are demoted and hot ones promoted throughout the run.
@@ -41,22 +64,8 @@ pattern = "normal_ih"
 read_ratio = 80
 initialize = true
 cold = true
-[machine]
-name = "tiny"
-[[machine.nodes]]
-id = 0
-cpus = 2
-capacity = "128MiB"
-kind = "dram"
-read_latency = "80ns"
-read_bandwidth = "20GB/s"
-[[machine.nodes]]
-id = 1
-capacity = "512MiB"
-kind = "cxl"
-read_latency = "250ns"
-read_bandwidth = "10GB/s"
-"#
+{machine}"#,
+        machine = machine("128MiB", "512MiB")
     );
     SimConfig::from_toml_str(&text, "events-test.toml").unwrap()
 }
@@ -64,6 +73,14 @@ read_bandwidth = "10GB/s"
 fn run(cfg: &SimConfig, generate_ahead: bool) -> SimResult {
     let mut sim = Simulation::new_with(cfg, RunOptions { generate_ahead }).unwrap();
     sim.run(&mut |_| {}).unwrap()
+}
+
+/// A run's summary and timeline, as the determinism tests compare them.
+fn outputs(r: &SimResult) -> (String, String) {
+    (
+        serde_json::to_string_pretty(&r.summary).unwrap(),
+        r.timeline_csv.clone(),
+    )
 }
 
 /// The figures the cross-check holds to ±3 %: what the workload measured and what the
@@ -105,14 +122,8 @@ fn the_events_engine_agrees_with_the_access_engine() {
 fn the_events_engine_is_deterministic_with_and_without_drawing_ahead() {
     let cfg = tiering("events", "");
     let one = run(&cfg, false);
-    let text = |r: &SimResult| {
-        (
-            serde_json::to_string_pretty(&r.summary).unwrap(),
-            r.timeline_csv.clone(),
-        )
-    };
-    assert_eq!(text(&run(&cfg, false)), text(&one));
-    assert_eq!(text(&run(&cfg, true)), text(&one));
+    assert_eq!(outputs(&run(&cfg, false)), outputs(&one));
+    assert_eq!(outputs(&run(&cfg, true)), outputs(&one));
 }
 
 #[test]
@@ -170,34 +181,14 @@ size = "32MiB"
 populate = false
 pattern = "hotcold"
 rate = 100000
-[machine]
-name = "tiny"
-[[machine.nodes]]
-id = 0
-cpus = 2
-capacity = "64MiB"
-kind = "dram"
-read_latency = "80ns"
-read_bandwidth = "20GB/s"
-[[machine.nodes]]
-id = 1
-capacity = "256MiB"
-kind = "cxl"
-read_latency = "250ns"
-read_bandwidth = "10GB/s"
-"#
+{machine}"#,
+            machine = machine("64MiB", "256MiB")
         );
         SimConfig::from_toml_str(&text, "synthetic-events.toml").unwrap()
-    };
-    let text = |r: &SimResult| {
-        (
-            serde_json::to_string_pretty(&r.summary).unwrap(),
-            r.timeline_csv.clone(),
-        )
     };
     let one = run(&cfg(1), false);
     assert_eq!(one.event_threads, 2);
     assert!(one.summary.vmstat["pgpromote_success"] > 0);
-    assert_eq!(text(&run(&cfg(1), false)), text(&one));
-    assert_ne!(text(&run(&cfg(2), false)).0, text(&one).0);
+    assert_eq!(outputs(&run(&cfg(1), false)), outputs(&one));
+    assert_ne!(outputs(&run(&cfg(2), false)).0, outputs(&one).0);
 }

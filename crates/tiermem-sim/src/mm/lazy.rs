@@ -53,12 +53,9 @@ struct LazyProc {
 }
 
 /// A uniform number in [0, 1) from a 64-bit key (SplitMix64's finaliser).
-pub fn unit_hash(mut z: u64) -> f64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+pub fn unit_hash(z: u64) -> f64 {
+    use tiermem_core::synthetic::{splitmix64, unit};
+    unit(splitmix64(z))
 }
 
 impl LazyProc {

@@ -100,9 +100,7 @@ impl AccessGen {
         }));
         Step::Accesses
     }
-}
 
-impl AccessGen {
     /// The thread's accesses as the page-event engine sees them (`None` when it accesses
     /// nothing): page i of region j is drawn with probability (region j's fraction of the
     /// schedule) × (its sampler's probability of i). The schedule interleaves the regions
