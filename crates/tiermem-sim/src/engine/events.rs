@@ -279,7 +279,7 @@ impl Simulation {
         let pte = self.kernel.procs()[th.proc as usize].ptes[idx as usize];
         if pte & PTE_PRESENT != 0 {
             let frames = &self.kernel.nodes()[pte_node(pte)].frames;
-            super::prefetch(frames, pte_pfn(pte) as usize);
+            crate::mm::mem::prefetch(frames, pte_pfn(pte) as usize);
         }
     }
 
@@ -293,9 +293,9 @@ impl Simulation {
         let ptes = &self.kernel.procs()[th.proc as usize].ptes;
         let gens = self.kernel.lazy_gens(th.proc);
         for &(_, (idx, _, _)) in &et.due {
-            super::prefetch(ptes, idx as usize);
+            crate::mm::mem::prefetch(ptes, idx as usize);
             if let Some(g) = gens {
-                super::prefetch(g, idx as usize);
+                crate::mm::mem::prefetch(g, idx as usize);
             }
         }
     }
@@ -382,7 +382,7 @@ impl Simulation {
                 }
             }
             if let Some(ahead) = th.buf.get(th.cursor + super::PREFETCH_AHEAD) {
-                super::prefetch(ptes, ahead.idx as usize);
+                crate::mm::mem::prefetch(ptes, ahead.idx as usize);
             }
             let a = th.buf[th.cursor];
             th.cursor += 1;

@@ -16,8 +16,8 @@ pub mod user_tiering;
 
 use crate::hw::timing::{ThreadMix, TimingModel};
 use crate::mm::mem::{
-    pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY, PTE_SOFTDIRTY,
-    PTE_ZERO,
+    prefetch, pte_node, PTE_ACCESSED, PTE_DIRTY, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY,
+    PTE_SOFTDIRTY, PTE_ZERO,
 };
 use crate::mm::Kernel;
 use crate::vmstat::Vm;
@@ -443,23 +443,6 @@ pub struct Simulation {
 /// generated before it is executed, so the PTE lines can be in flight while earlier
 /// accesses are processed.
 const PREFETCH_AHEAD: usize = 12;
-
-/// Hint the CPU to load `slice[idx]` (a no-op off x86-64 or out of bounds).
-#[inline(always)]
-fn prefetch<T>(slice: &[T], idx: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(r) = slice.get(idx) {
-        // SAFETY: prefetching a valid reference has no side effects.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(
-                r as *const T as *const i8,
-                std::arch::x86_64::_MM_HINT_T0,
-            )
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, idx);
-}
 
 #[allow(
     clippy::expect_used,

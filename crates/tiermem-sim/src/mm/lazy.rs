@@ -21,7 +21,7 @@
 //! Everything else about such a page (where it is, its LRU list, its flags) is the access
 //! engine's state, changed by the same kernel code.
 
-use crate::mm::mem::PTE_ACCESSED;
+use crate::mm::mem::{prefetch, PTE_ACCESSED};
 use crate::mm::Kernel;
 
 /// A page distribution: per page index of a process, the probability that one access
@@ -166,6 +166,19 @@ impl Kernel {
             self.procs[proc].ptes[idx as usize] |= PTE_ACCESSED;
         }
         touched
+    }
+
+    /// Start loading what `pte_young` and `clear_young` will read of a page: its PTE and,
+    /// for a lazily read page, its probability and stamp.
+    pub(super) fn prefetch_young(&self, proc: usize, idx: u32) {
+        let Some(p) = self.procs.get(proc) else {
+            return;
+        };
+        prefetch(&p.ptes, idx as usize);
+        if let Some(lp) = self.lazy_proc(proc) {
+            prefetch(&lp.pmf, idx as usize);
+            prefetch(&lp.stamps, idx as usize);
+        }
     }
 
     /// `pte_mkold`: clear the accessed bit (a lazy page's next touch is drawn from now).

@@ -540,6 +540,23 @@ impl NodeMem {
     }
 }
 
+/// Hint the CPU to load `slice[idx]` (a no-op off x86-64 or out of bounds).
+#[inline(always)]
+pub fn prefetch<T>(slice: &[T], idx: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(r) = slice.get(idx) {
+        // SAFETY: prefetching a valid reference has no side effects.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(
+                r as *const T as *const i8,
+                std::arch::x86_64::_MM_HINT_T0,
+            )
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, idx);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -319,17 +319,34 @@ impl Kernel {
         refs
     }
 
+    /// `isolate_lru_folios`: take up to `nr` folios off the tail of `list`, as the kernel
+    /// does before deciding on any of them (a folio put back at the head during the
+    /// decisions is not scanned twice in one batch, even on a list shorter than `nr`).
+    /// What `folio_referenced` will read of each (its PTE, and a lazily read page's
+    /// distribution and stamp) starts loading now, so the batch's cache misses overlap.
+    fn isolate_lru_folios(&mut self, n: usize, list: Lru, nr: u64) -> Vec<u32> {
+        let mut isolated = Vec::with_capacity(nr as usize);
+        while (isolated.len() as u64) < nr {
+            let Some(pfn) = self.nodes[n].lru_tail(list) else {
+                break;
+            };
+            self.nodes[n].lru_del(pfn);
+            let f = self.nodes[n].frames[pfn as usize];
+            if f.owner != OWNER_KSM {
+                self.prefetch_young(f.owner as usize, f.vpn);
+            }
+            isolated.push(pfn);
+        }
+        isolated
+    }
+
     /// `shrink_active_list`: move pages from the tail of the active list to the inactive
     /// list. Referenced anonymous pages are deactivated too (only executable file pages are
     /// kept active); the rmap walk clears their accessed bits.
     pub(super) fn shrink_active_list(&mut self, n: usize, nr: u64) -> SimDuration {
-        let mut scanned = 0;
-        while scanned < nr {
-            let Some(pfn) = self.nodes[n].lru_tail(Lru::ActiveAnon) else {
-                break;
-            };
-            scanned += 1;
-            self.nodes[n].lru_del(pfn);
+        let isolated = self.isolate_lru_folios(n, Lru::ActiveAnon, nr);
+        let scanned = isolated.len() as u64;
+        for pfn in isolated {
             self.folio_referenced(n, pfn);
             self.nodes[n].lru_add(Lru::InactiveAnon, pfn);
             self.vmstat.inc(n, Vm::Pgdeactivate);
@@ -351,13 +368,10 @@ impl Kernel {
         who: Reclaimer,
     ) -> ReclaimResult {
         let mut res = ReclaimResult::default();
-        let mut to_reclaim: Vec<u32> = Vec::with_capacity(nr as usize);
-        while res.scanned < nr {
-            let Some(pfn) = self.nodes[n].lru_tail(Lru::InactiveAnon) else {
-                break;
-            };
-            res.scanned += 1;
-            self.nodes[n].lru_del(pfn);
+        let isolated = self.isolate_lru_folios(n, Lru::InactiveAnon, nr);
+        res.scanned = isolated.len() as u64;
+        let mut to_reclaim: Vec<u32> = Vec::with_capacity(isolated.len());
+        for pfn in isolated {
             let refs = self.folio_referenced(n, pfn);
             let f = &mut self.nodes[n].frames[pfn as usize];
             let referenced_folio = f.flags & F_REFERENCED != 0;
