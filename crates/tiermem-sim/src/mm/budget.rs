@@ -3,8 +3,8 @@
 //!
 //! The large tables are each process's page table (one 8-byte PTE per page of its address
 //! space, allocated when the workload adds the process) and the nodes' frame tables (one
-//! [`Frame`] per page in use, grown as pages are allocated: at most one per mapped page and
-//! at most the nodes' capacity). [`Budget::add_process`] charges both for each process
+//! [`Frame`] per page in use and its LRU queue entry, grown as pages are allocated: at
+//! most one per mapped page and at most the nodes' capacity). [`Budget::add_process`] charges both for each process
 //! before its page table is allocated; the rest (per-thread buffers, DAMON regions, KSM
 //! rmap items, swap slots, all bounded by the mapped pages) is small beside them and
 //! covered by the headroom the limit leaves.
@@ -22,6 +22,11 @@ static LIMIT: AtomicU64 = AtomicU64::new(0);
 
 /// Bytes of host memory per page-table entry.
 pub const PTE_BYTES: u64 = 8;
+
+/// Bytes of host memory per frame on an LRU list besides the frame: its queue entry (4 B)
+/// and as many again for stale entries and the queue's spare capacity (`mem::LruList`
+/// compacts when stale entries outnumber live ones).
+pub const LRU_ENTRY_BYTES: u64 = 8;
 
 /// Host memory of one process and its threads besides the page table: the process, NUMA
 /// and KSM state and each thread's buffers and latency tables (measured: 65 534 one-page
@@ -88,7 +93,9 @@ impl Budget {
         let frames = pages.min(self.frames_left);
         let bytes = pages
             .saturating_mul(PTE_BYTES)
-            .saturating_add(frames.saturating_mul(std::mem::size_of::<Frame>() as u64))
+            .saturating_add(
+                frames.saturating_mul(std::mem::size_of::<Frame>() as u64 + LRU_ENTRY_BYTES),
+            )
             .saturating_add(PROCESS_BYTES);
         self.take(
             "workloads",
@@ -147,12 +154,13 @@ mod tests {
             used: 0,
             frames_left: 1 << 20,
         };
-        // 4 GiB mapped on 4 GiB of capacity: 8 MiB of PTEs, 20 MiB of frames.
+        // 4 GiB mapped on 4 GiB of capacity: 8 MiB of PTEs, 16 MiB of frames, 8 MiB of LRU
+        // queue entries.
         b.add_process("a", 1 << 20).unwrap();
-        assert_eq!(b.used(), (1 << 20) * (8 + 20) + PROCESS_BYTES);
+        assert_eq!(b.used(), (1 << 20) * (8 + 16 + 8) + PROCESS_BYTES);
         // Beyond the capacity only the page table counts.
         b.add_process("b", 1 << 20).unwrap();
-        assert_eq!(b.used(), (1 << 20) * (8 + 20 + 8) + 2 * PROCESS_BYTES);
+        assert_eq!(b.used(), (1 << 20) * (8 + 16 + 8 + 8) + 2 * PROCESS_BYTES);
         let e = b.add_process("c", 1 << 27).unwrap_err().to_string();
         assert!(
             e.contains("workloads")
@@ -163,7 +171,7 @@ mod tests {
         );
         assert_eq!(
             b.used(),
-            (1 << 20) * 36 + 2 * PROCESS_BYTES,
+            (1 << 20) * 40 + 2 * PROCESS_BYTES,
             "a refused request is not accounted"
         );
     }

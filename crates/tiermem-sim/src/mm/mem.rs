@@ -16,6 +16,9 @@
 
 use tiermem_core::units::{Pages, PAGE_SIZE};
 
+mod lru;
+pub use lru::{Lru, LruList};
+
 // --- PTE encoding ---------------------------------------------------------------------
 
 /// Bits 0..32: frame number (present) or swap slot (swapped).
@@ -99,8 +102,8 @@ pub const F_YOUNG: u8 = 16;
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Frame {
-    pub prev: u32,
-    pub next: u32,
+    /// Position in its LRU list's queue (`lru`), while on a list.
+    pub lru_pos: u32,
     /// Virtual page index (PTE index) in the owner's page table.
     pub vpn: u32,
     /// NUMA-balancing access time (ms, masked), stored where the kernel keeps last_cpupid.
@@ -125,46 +128,12 @@ impl Frame {
     /// A free frame; its last-cpupid field is reset (`page_cpupid_reset_last` when a page
     /// is freed), so a new page's first NUMA hint fault sees no previous accessor.
     const FREE: Frame = Frame {
-        prev: NIL,
-        next: NIL,
+        lru_pos: 0,
         vpn: 0,
         atime: CPUPID_UNSET,
         owner: OWNER_FREE,
         flags: 0,
         zone: 0,
-    };
-}
-
-/// Which LRU list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lru {
-    InactiveAnon = 0,
-    ActiveAnon = 1,
-}
-
-impl Lru {
-    fn flag(self) -> u8 {
-        match self {
-            Lru::InactiveAnon => F_LRU_INACTIVE,
-            Lru::ActiveAnon => F_LRU_ACTIVE,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct LruList {
-    /// Most recently added.
-    pub head: u32,
-    /// Oldest: reclaim scans from here.
-    pub tail: u32,
-    pub len: u64,
-}
-
-impl LruList {
-    const EMPTY: LruList = LruList {
-        head: NIL,
-        tail: NIL,
-        len: 0,
     };
 }
 
@@ -195,7 +164,7 @@ pub struct NodeMem {
     pub wmark: Watermarks,
     /// The node's populated zones, lowest index first (DMA, DMA32, NORMAL).
     pub zones: Vec<Zone>,
-    pub lru: [LruList; 2],
+    lru: [LruList; 2],
 }
 
 /// One zone of a node: its own free count, watermarks and `lowmem_reserve`. Frames remember
@@ -234,7 +203,7 @@ impl NodeMem {
             pagesets_high: 0,
             wmark: Watermarks::default(),
             zones: Vec::new(),
-            lru: [LruList::EMPTY; 2],
+            lru: Default::default(),
         };
         n.set_zones(&[tiermem_core::watermarks::ZoneSpan {
             idx: tiermem_core::watermarks::ZONE_NORMAL,
@@ -456,24 +425,7 @@ impl NodeMem {
 
     /// Add at the head (most recent end) of a list.
     pub fn lru_add(&mut self, list: Lru, pfn: u32) {
-        let l = &mut self.lru[list as usize];
-        let old_head = l.head;
-        l.head = pfn;
-        if old_head == NIL {
-            l.tail = pfn;
-        }
-        l.len += 1;
-        if old_head != NIL {
-            self.frames[old_head as usize].prev = pfn;
-        }
-        let f = &mut self.frames[pfn as usize];
-        debug_assert!(
-            f.flags & (F_LRU_ACTIVE | F_LRU_INACTIVE) == 0,
-            "pfn {pfn} already on an LRU"
-        );
-        f.next = old_head;
-        f.prev = NIL;
-        f.flags |= list.flag();
+        self.lru[list as usize].add(&mut self.frames, list, pfn);
     }
 
     /// Which list a frame is on.
@@ -488,41 +440,20 @@ impl NodeMem {
         }
     }
 
-    /// Unlink a frame from whatever list it is on (isolation).
+    /// Take a frame off whatever list it is on (isolation).
     pub fn lru_del(&mut self, pfn: u32) {
-        let Some(list) = self.lru_of(pfn) else { return };
-        let (prev, next) = {
-            let f = &self.frames[pfn as usize];
-            (f.prev, f.next)
-        };
-        let l = &mut self.lru[list as usize];
-        if prev == NIL {
-            l.head = next;
+        if let Some(list) = self.lru_of(pfn) {
+            self.lru[list as usize].del(&mut self.frames, list, pfn);
         }
-        if next == NIL {
-            l.tail = prev;
-        }
-        l.len -= 1;
-        if prev != NIL {
-            self.frames[prev as usize].next = next;
-        }
-        if next != NIL {
-            self.frames[next as usize].prev = prev;
-        }
-        let f = &mut self.frames[pfn as usize];
-        f.prev = NIL;
-        f.next = NIL;
-        f.flags &= !(F_LRU_ACTIVE | F_LRU_INACTIVE);
     }
 
     /// The oldest frame of a list.
-    pub fn lru_tail(&self, list: Lru) -> Option<u32> {
-        let t = self.lru[list as usize].tail;
-        (t != NIL).then_some(t)
+    pub fn lru_tail(&mut self, list: Lru) -> Option<u32> {
+        self.lru[list as usize].tail(&self.frames, list)
     }
 
     pub fn lru_len(&self, list: Lru) -> u64 {
-        self.lru[list as usize].len
+        self.lru[list as usize].len()
     }
 
     /// `inactive_is_low`: `inactive * ratio < active`, ratio = `int_sqrt(10 * GB)` or 1.
@@ -536,7 +467,9 @@ impl NodeMem {
 
     /// Bytes of host memory used by this node's frame tables.
     pub fn host_bytes(&self) -> usize {
-        self.frames.capacity() * std::mem::size_of::<Frame>() + self.recycled.capacity() * 4
+        self.frames.capacity() * std::mem::size_of::<Frame>()
+            + self.recycled.capacity() * 4
+            + self.lru.iter().map(LruList::host_bytes).sum::<usize>()
     }
 }
 
@@ -587,8 +520,8 @@ mod tests {
     }
 
     #[test]
-    fn frame_is_twenty_bytes() {
-        assert_eq!(std::mem::size_of::<Frame>(), 20);
+    fn frame_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Frame>(), 16);
     }
 
     #[test]
