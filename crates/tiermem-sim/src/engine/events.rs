@@ -28,7 +28,7 @@
 use super::radix::RadixQueue;
 use super::{Simulation, Thread, ThreadState};
 use crate::mm::lazy::unit_hash;
-use crate::mm::mem::{pte_node, pte_pfn, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY};
+use crate::mm::mem::{prefetch, pte_node, pte_pfn, PTE_PRESENT, PTE_PROTNONE, PTE_RDONLY};
 use crate::workload::{Access, Stationary, Step, K_READ, K_WRITE, NR_KINDS};
 use crate::SimError;
 
@@ -279,7 +279,7 @@ impl Simulation {
         let pte = self.kernel.procs()[th.proc as usize].ptes[idx as usize];
         if pte & PTE_PRESENT != 0 {
             let frames = &self.kernel.nodes()[pte_node(pte)].frames;
-            crate::mm::mem::prefetch(frames, pte_pfn(pte) as usize);
+            prefetch(frames, pte_pfn(pte) as usize);
         }
     }
 
@@ -293,9 +293,9 @@ impl Simulation {
         let ptes = &self.kernel.procs()[th.proc as usize].ptes;
         let gens = self.kernel.lazy_gens(th.proc);
         for &(_, (idx, _, _)) in &et.due {
-            crate::mm::mem::prefetch(ptes, idx as usize);
+            prefetch(ptes, idx as usize);
             if let Some(g) = gens {
-                crate::mm::mem::prefetch(g, idx as usize);
+                prefetch(g, idx as usize);
             }
         }
     }
@@ -382,7 +382,7 @@ impl Simulation {
                 }
             }
             if let Some(ahead) = th.buf.get(th.cursor + super::PREFETCH_AHEAD) {
-                crate::mm::mem::prefetch(ptes, ahead.idx as usize);
+                prefetch(ptes, ahead.idx as usize);
             }
             let a = th.buf[th.cursor];
             th.cursor += 1;

@@ -4,8 +4,8 @@
 //! The large tables are each process's page table (one 8-byte PTE per page of its address
 //! space, allocated when the workload adds the process) and the nodes' frame tables (one
 //! [`Frame`] per page in use and its LRU queue entry, grown as pages are allocated: at
-//! most one per mapped page and at most the nodes' capacity). [`Budget::add_process`] charges both for each process
-//! before its page table is allocated; the rest (per-thread buffers, DAMON regions, KSM
+//! most one per mapped page and at most the nodes' capacity). [`Budget::add_process`]
+//! charges both for each process before its page table is allocated; the rest (per-thread buffers, DAMON regions, KSM
 //! rmap items, swap slots, all bounded by the mapped pages) is small beside them and
 //! covered by the headroom the limit leaves.
 //!
@@ -24,8 +24,8 @@ static LIMIT: AtomicU64 = AtomicU64::new(0);
 pub const PTE_BYTES: u64 = 8;
 
 /// Bytes of host memory per frame on an LRU list besides the frame: its queue entry (4 B)
-/// and as many again for stale entries and the queue's spare capacity (`mem::LruList`
-/// compacts when stale entries outnumber live ones).
+/// and as many again for stale entries and the queue's spare capacity (the queue compacts
+/// when stale entries exceed half the live ones, and grows by an eighth).
 pub const LRU_ENTRY_BYTES: u64 = 8;
 
 /// Host memory of one process and its threads besides the page table: the process, NUMA

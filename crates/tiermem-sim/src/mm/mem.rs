@@ -17,7 +17,8 @@
 use tiermem_core::units::{Pages, PAGE_SIZE};
 
 mod lru;
-pub use lru::{Lru, LruList};
+pub use lru::Lru;
+use lru::LruList;
 
 // --- PTE encoding ---------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ const TAIL_PREFETCH: usize = 8;
 
 /// One list: its frames oldest first, stale entries among them.
 #[derive(Clone, Debug, Default)]
-pub struct LruList {
+pub(super) struct LruList {
     queue: VecDeque<u32>,
     /// The position of `queue[0]`. Positions number the additions (wrapping); the queue
     /// never holds 2³² entries, so a position names one entry.
@@ -55,16 +55,12 @@ pub struct LruList {
 }
 
 impl LruList {
-    pub fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Host bytes held by the queue.
-    pub fn host_bytes(&self) -> usize {
+    pub(super) fn host_bytes(&self) -> usize {
         self.queue.capacity() * std::mem::size_of::<u32>()
     }
 
