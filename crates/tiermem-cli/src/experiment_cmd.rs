@@ -283,6 +283,7 @@ fn cmd_experiment(
                 }
             );
         }
+        print_published_agreement(e, &results, &steps);
         eprintln!(
             "experiment {} done in {:.1} s: {}",
             e.name,
@@ -308,4 +309,44 @@ fn cmd_experiment(
         write_file(&out.join("README.md"), &index)?;
     }
     Ok(())
+}
+
+/// One line: how many published figures and changes the run reproduces within the report's
+/// tolerances (`tiermem_lab::published`).
+fn print_published_agreement(
+    e: &experiment::Experiment,
+    results: &[experiment::VariantResult],
+    steps: &[experiment::StepResult],
+) {
+    let figures = experiment::agreements(e, results);
+    let sized: Vec<bool> = steps.iter().filter_map(|s| s.within_published).collect();
+    if figures.is_empty() && sized.is_empty() {
+        return;
+    }
+    let mut parts = Vec::new();
+    if !figures.is_empty() {
+        let n = figures.iter().filter(|a| a.within).count();
+        parts.push(format!(
+            "{n} of {} published figures within ±25 %",
+            figures.len()
+        ));
+    }
+    if !sized.is_empty() {
+        let n = sized.iter().filter(|w| **w).count();
+        parts.push(format!(
+            "{n} of {} published changes within ±25 % or ±3 points",
+            sized.len()
+        ));
+    }
+    let all_within = figures.iter().all(|a| a.within) && sized.iter().all(|w| *w);
+    eprintln!(
+        "experiment {}: {}{}",
+        e.name,
+        parts.join(", "),
+        if all_within {
+            ""
+        } else {
+            " (report.md says why for the others)"
+        }
+    );
 }

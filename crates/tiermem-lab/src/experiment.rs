@@ -22,6 +22,7 @@
 //! (`config.toml`, `summary.json`, `timeline.csv`); PNG plots are drawn from
 //! `results.json` by [`crate::plots`] (or the Python package's `tiermem.plots`).
 
+use crate::published::{verdict, Agreement, Tolerance};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -191,6 +192,10 @@ pub struct Step {
     pub metric: String,
     pub published_pct: Option<f64>,
     pub expect: Expect,
+    /// Why the simulated change differs from the published one (the report shows it when
+    /// the change is outside [`Tolerance::for_step`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<String>,
 }
 
 impl Step {
@@ -207,6 +212,7 @@ impl Step {
             metric: metric.into(),
             published_pct,
             expect,
+            explain: None,
         }
     }
 
@@ -224,6 +230,10 @@ pub struct StepResult {
     /// Simulated change, per cent (None when a value is missing or `from` is 0).
     pub simulated_pct: Option<f64>,
     pub holds: bool,
+    /// Whether the simulated change is within [`Tolerance::for_step`] of the published one
+    /// (None without a published change).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub within_published: Option<bool>,
 }
 
 /// Evaluate the steps of an experiment on its results.
@@ -245,10 +255,14 @@ pub fn evaluate_steps(exp: &Experiment, results: &[VariantResult]) -> Vec<StepRe
                 ),
                 _ => (None, false),
             };
+            let within_published = st
+                .published_pct
+                .map(|p| simulated_pct.is_some_and(|s| Tolerance::for_step(p).holds(s, p)));
             StepResult {
                 step: st.clone(),
                 simulated_pct,
                 holds,
+                within_published,
             }
         })
         .collect()
@@ -268,6 +282,22 @@ pub struct Experiment {
     pub notes: Vec<String>,
     /// Variant-to-variant changes checked against the published direction.
     pub steps: Vec<Step>,
+    /// Why a figure differs from its published value: row (variant or derived row) →
+    /// metric → explanation, shown in the report where the figure is outside its tolerance.
+    pub explain: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Every published figure of the results against its simulated value, in row order.
+pub fn agreements(exp: &Experiment, results: &[VariantResult]) -> Vec<Agreement> {
+    results
+        .iter()
+        .flat_map(|r| {
+            r.published.iter().map(|(m, p)| {
+                let why = exp.explain.get(&r.name).and_then(|e| e.get(m));
+                Agreement::figure(&r.name, m, r.metrics.get(m).copied(), *p, why)
+            })
+        })
+        .collect()
 }
 
 /// Utilisation from which the loaded-latency check compares bandwidth with `Bsat`
@@ -575,6 +605,7 @@ fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Res
         version: &'a str,
         variants: Vec<VariantOut<'a>>,
         steps: Vec<StepResult>,
+        published: Vec<Agreement>,
         plots: &'a [PlotSpec],
     }
     let ro = ResultsOut {
@@ -591,6 +622,7 @@ fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Res
             })
             .collect(),
         steps: evaluate_steps(exp, results),
+        published: agreements(exp, results),
         plots: &exp.plots,
     };
     let p = out.join("results.json");
@@ -668,29 +700,8 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
         }
         s.push('\n');
     }
-    let steps = evaluate_steps(exp, results);
-    if !steps.is_empty() {
-        s.push_str("\n## Steps against the published direction\n\n");
-        s.push_str("| step | metric | simulated | published | expected | holds |\n");
-        s.push_str("|---|---|---:|---:|---|---|\n");
-        let pct = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:+.1} %"));
-        for r in &steps {
-            s.push_str(&format!(
-                "| {} → {} | {} | {} | {} | {} | {} |\n",
-                r.step.from,
-                r.step.to,
-                r.step.metric,
-                pct(r.simulated_pct),
-                pct(r.step.published_pct),
-                r.step.expect.describe(),
-                match (r.step.expect, r.holds) {
-                    (Expect::Reported, _) => "–",
-                    (_, true) => "yes",
-                    (_, false) => "**no**",
-                }
-            ));
-        }
-    }
+    s.push_str(&published_section(exp, results));
+    s.push_str(&steps_section(&evaluate_steps(exp, results)));
     if !exp.notes.is_empty() {
         s.push('\n');
         for n in &exp.notes {
@@ -705,6 +716,85 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
     }
     s.push_str("\nPer-variant configs, summaries and timelines are in `variants/`.\n");
     s
+}
+
+/// The report's table of published figures: each against its simulated value, with the
+/// verdict and, outside the tolerance, the experiment's explanation.
+fn published_section(exp: &Experiment, results: &[VariantResult]) -> String {
+    let figures = agreements(exp, results);
+    if figures.is_empty() {
+        return String::new();
+    }
+    let within = figures.iter().filter(|a| a.within).count();
+    let mut s = format!(
+        "\n## Against the published figures\n\n{within} of {} simulated figures are within \
+         ±25 % of the published ones (±1.5 percentage points for a percentage published under \
+         6 %).\n\n",
+        figures.len()
+    );
+    s.push_str(
+        "| variant | metric | simulated | published | sim/published | tolerance | within? | why not |\n",
+    );
+    s.push_str("|---|---|---:|---:|---:|---|---|---|\n");
+    for a in &figures {
+        let ratio = a
+            .simulated
+            .filter(|_| a.published != 0.0)
+            .map_or("–".into(), |x| format!("{:.2}", x / a.published));
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {ratio} | {} | {} | {} |\n",
+            a.row,
+            a.metric,
+            a.simulated.map_or("–".into(), fmt_num),
+            fmt_num(a.published),
+            a.tolerance.describe(),
+            verdict(a.within),
+            why_not(a.within, a.explain.as_deref()),
+        ));
+    }
+    s
+}
+
+/// The steps table: each change against its published direction and size.
+fn steps_section(steps: &[StepResult]) -> String {
+    if steps.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n## Steps against the published direction\n\n");
+    s.push_str(
+        "| step | metric | simulated | published | expected | holds | within ±25 % / ±3 pp? | why not |\n",
+    );
+    s.push_str("|---|---|---:|---:|---|---|---|---|\n");
+    let pct = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:+.1} %"));
+    for r in steps {
+        s.push_str(&format!(
+            "| {} → {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.step.from,
+            r.step.to,
+            r.step.metric,
+            pct(r.simulated_pct),
+            pct(r.step.published_pct),
+            r.step.expect.describe(),
+            match (r.step.expect, r.holds) {
+                (Expect::Reported, _) => "–",
+                (_, true) => "yes",
+                (_, false) => "**no**",
+            },
+            r.within_published.map_or("–", verdict),
+            r.within_published
+                .map_or(String::new(), |w| why_not(w, r.step.explain.as_deref())),
+        ));
+    }
+    s
+}
+
+/// The "why not" cell: empty for a figure within its tolerance.
+fn why_not(within: bool, explain: Option<&str>) -> String {
+    match (within, explain) {
+        (true, _) => String::new(),
+        (false, Some(e)) => e.to_string(),
+        (false, None) => "_no explanation recorded_".into(),
+    }
 }
 
 /// Replace the report's links to plots that were not drawn (`--no-plots`, or data the plot
@@ -806,8 +896,58 @@ mod tests {
         let r = evaluate_steps(&e, &results);
         assert!(r[0].holds);
         assert!((r[0].simulated_pct.unwrap() - 20.0).abs() < 1e-9);
-        assert!(report_markdown(&e, &results)
-            .contains("| a → b | throughput_accesses_per_s | +20.0 % | +5.0 % | higher | yes |"));
+        // +20 % against +5 %: the direction holds, the size is 15 points off (±3 pp).
+        assert_eq!(r[0].within_published, Some(false));
+        let report = report_markdown(&e, &results);
+        assert!(report.contains(
+            "| a → b | throughput_accesses_per_s | +20.0 % | +5.0 % | higher | yes | **no** | _no explanation recorded_ |"
+        ), "{report}");
+    }
+
+    /// Published figures are listed with their verdicts; an explanation shows only beside a
+    /// figure outside its tolerance, and one naming a figure without a published value is
+    /// refused with its key.
+    #[test]
+    fn published_figures_get_verdicts_and_explanations() {
+        use crate::experiment_file::parse;
+        let text = "name = \"e\"\nbase = { machine = \"small\" }\n\
+             [[variants]]\nname = \"a\"\n\
+             published = { throughput_accesses_per_s = 100.0, mean_latency_ns = 50.0 }\n\
+             explain = { throughput_accesses_per_s = \"reduced scale\", mean_latency_ns = \"unused\" }\n";
+        let e = parse(text, "e.toml", None).unwrap();
+        let results = vec![VariantResult {
+            name: "a".into(),
+            metrics: [
+                ("throughput_accesses_per_s".to_string(), 60.0),
+                ("mean_latency_ns".to_string(), 55.0),
+            ]
+            .into(),
+            published: e.variants[0].published.clone(),
+            timeline_csv: String::new(),
+            summary_json: String::new(),
+        }];
+        let a = agreements(&e, &results);
+        assert_eq!(a.len(), 2);
+        let report = report_markdown(&e, &results);
+        assert!(
+            report.contains("1 of 2 simulated figures are within"),
+            "{report}"
+        );
+        assert!(report.contains(
+            "| a | throughput_accesses_per_s | 60.000 | 100.0 | 0.60 | ±25 % | **no** | reduced scale |"
+        ), "{report}");
+        assert!(
+            report.contains("| a | mean_latency_ns | 55.000 | 50.000 | 1.10 | ±25 % | yes |  |"),
+            "{report}"
+        );
+        let bad = text.replace("mean_latency_ns = \"unused\"", "p99_ns = \"x\"");
+        let err = parse(&bad, "e.toml", None).unwrap_err();
+        assert_eq!(err.key, "variants[0].explain.p99_ns");
+        assert!(
+            err.message.contains("no published value"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

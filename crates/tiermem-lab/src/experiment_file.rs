@@ -14,6 +14,7 @@
 //! set = { "kernel.watermark_scale_factor" = 10 }   # dotted paths into the base config
 //! unset = ["kernel.zram"]                           # keys the variant removes
 //! published = { "throughput_accesses_per_s" = 1.0e8 }
+//! explain = { "throughput_accesses_per_s" = "why it differs from the published figure" }
 //! labels = { wsf = 10 }                             # copied into the metrics
 //!
 //! [[derive]]                       # metrics computed after the runs
@@ -32,7 +33,13 @@
 //! metric = "throughput_accesses_per_s"
 //! expect = "lower"                 # higher, lower, not-lower, not-higher, at-most:F, at-least:F, within:F, reported
 //! published_pct = -3.0
+//! explain = "why the simulated change differs from the published one"
 //! ```
+//!
+//! The report holds every published figure to ±25 % and every published change to ±25 % or
+//! ±3 points ([`crate::published`]); an `explain` is shown beside a figure outside, so that
+//! a reader sees why (a `[[derive]]` row takes `explain` too, for its `best-of` figures).
+//! An `explain` must name a figure that has a published value.
 //!
 //! [`to_toml`] writes an experiment in this form (the base is the first variant's config,
 //! each variant the paths where its config differs), so a generated experiment can be
@@ -80,6 +87,9 @@ struct VariantFile {
     unset: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     published: BTreeMap<String, f64>,
+    /// Why a published figure is not reproduced: metric → explanation.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    explain: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     labels: BTreeMap<String, f64>,
 }
@@ -90,6 +100,9 @@ struct DeriveFile {
     /// The result row the metrics go to (a variant, or a new row for `best-of`).
     row: String,
     compute: Derive,
+    /// Why a published figure of a `best-of` row is not reproduced: metric → explanation.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    explain: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -101,6 +114,8 @@ struct StepFile {
     expect: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     published_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    explain: Option<String>,
 }
 
 /// The metrics a file without `metrics` tabulates.
@@ -225,6 +240,7 @@ pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment,
         .enumerate()
         .map(|(i, s)| step(s, i, &names, origin))
         .collect::<Result<Vec<_>, _>>()?;
+    let explain = explanations(&f, origin)?;
     Ok(Experiment {
         name: f.name,
         description: f.description,
@@ -236,7 +252,46 @@ pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment,
         plots: f.plots,
         notes: f.notes,
         steps,
+        explain,
     })
+}
+
+/// The explanations of variants and derived rows, each checked to name a published figure.
+fn explanations(
+    f: &ExperimentFile,
+    origin: &str,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, ConfigError> {
+    let variants = f.variants.iter().enumerate().map(|(i, v)| {
+        (
+            format!("variants[{i}]"),
+            &v.name,
+            &v.explain,
+            Some(&v.published),
+        )
+    });
+    let derived = f.derive.iter().enumerate().map(|(i, d)| {
+        let published = match &d.compute {
+            Derive::BestOf { published, .. } => Some(published),
+            _ => None,
+        };
+        (format!("derive[{i}]"), &d.row, &d.explain, published)
+    });
+    let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (key, row, explain, published) in variants.chain(derived) {
+        for (metric, text) in explain {
+            if !published.is_some_and(|p| p.contains_key(metric)) {
+                return Err(ConfigError::invalid(
+                    format!("{key}.explain.{metric}"),
+                    "explains a figure with no published value",
+                )
+                .in_file(origin));
+            }
+            out.entry(row.clone())
+                .or_default()
+                .insert(metric.clone(), text.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// The `summary` of an experiment file (its `description` when it has none).
@@ -362,6 +417,7 @@ fn step(s: &StepFile, i: usize, names: &[&str], origin: &str) -> Result<Step, Co
         metric: s.metric.clone(),
         published_pct: s.published_pct,
         expect,
+        explain: s.explain.clone(),
     })
 }
 
@@ -417,6 +473,7 @@ pub fn to_toml(e: &Experiment) -> Result<String, String> {
                 set,
                 unset,
                 published: v.published.clone(),
+                explain: e.explain.get(&v.name).cloned().unwrap_or_default(),
                 labels: v.labels.clone(),
             }
         })
@@ -438,6 +495,10 @@ pub fn to_toml(e: &Experiment) -> Result<String, String> {
             .map(|(row, d)| DeriveFile {
                 row: row.clone(),
                 compute: d.clone(),
+                explain: match d {
+                    Derive::BestOf { .. } => e.explain.get(row).cloned().unwrap_or_default(),
+                    _ => BTreeMap::new(),
+                },
             })
             .collect(),
         plots: e.plots.clone(),
@@ -450,6 +511,7 @@ pub fn to_toml(e: &Experiment) -> Result<String, String> {
                 metric: s.metric.clone(),
                 expect: s.expect.spelling(),
                 published_pct: s.published_pct,
+                explain: s.explain.clone(),
             })
             .collect(),
     };
@@ -534,6 +596,7 @@ mod tests {
             assert_eq!(back.description, e.description);
             assert_eq!(back.metrics, e.metrics);
             assert_eq!(back.notes, e.notes);
+            assert_eq!(back.explain, e.explain, "{name}");
             assert_eq!(back.derive, e.derive, "{name}");
             assert_eq!(back.plots, e.plots, "{name}");
             assert_eq!(
