@@ -213,6 +213,10 @@ pub struct Summary {
     /// `memory_saved_bytes` and ksmd's CPU time); only for kernels with KSM.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ksm: Option<KsmSummary>,
+    /// Hot-page selection's hint-fault latencies and the share under the threshold (an
+    /// observation the kernel does not export; present when a threshold was tested).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint_fault_latency: Option<crate::mm::numa::HintLatencySummary>,
 }
 
 /// KSM results at the end of a run.
@@ -1222,6 +1226,7 @@ impl Simulation {
                     ksmd_cpu_pct: 100.0 * cpu / sim_secs,
                 }
             }),
+            hint_fault_latency: self.kernel.hint_latency().summary(),
         };
         SimResult {
             summary,

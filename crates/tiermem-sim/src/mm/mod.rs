@@ -186,6 +186,11 @@ impl Kernel {
 
     // --- What the engine, the workloads and the observers see ---------------------------
 
+    /// The hint-fault latencies hot-page selection tested (an observation).
+    pub fn hint_latency(&self) -> &crate::mm::numa::HintLatency {
+        &self.numa.hint_latency
+    }
+
     /// The machine.
     pub fn topo(&self) -> &Topology {
         &self.topo

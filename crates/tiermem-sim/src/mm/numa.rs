@@ -89,6 +89,94 @@ pub struct NumaState {
     pub pgdat: Vec<PgdatNuma>,
     pub mm: Vec<MmNuma>,
     pub tasks: Vec<TaskNuma>,
+    /// What hot-page selection saw (an observation, not kernel state).
+    pub hint_latency: HintLatency,
+}
+
+/// The hint-fault latencies that hot-page selection tested (`numa_hint_fault_latency` on
+/// slow-tier pages in memory-tiering mode), as a log2 histogram in milliseconds, and how many
+/// were under the hot threshold in force. The kernel exports neither (only
+/// `pgpromote_candidate` under the rate limit); the simulator records them so that a
+/// report can say why a threshold promotes what it promotes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HintLatency {
+    /// `log2_ms[0]`: 0 ms; `log2_ms[k]`: [2^(k−1), 2^k) ms. The access time has
+    /// `LAST_CPUPID_SHIFT` = 21 bits, so every latency fits in the 22 buckets.
+    pub log2_ms: [u64; 22],
+    /// Latencies under the threshold (the fault goes on to the rate limit, or promotes).
+    pub under_threshold: u64,
+}
+
+impl HintLatency {
+    /// Count one tested latency.
+    pub fn record(&mut self, latency_ms: u32, threshold_ms: u32) {
+        let bucket = (u32::BITS - latency_ms.leading_zeros()) as usize;
+        self.log2_ms[bucket.min(self.log2_ms.len() - 1)] += 1;
+        self.under_threshold += u64::from(latency_ms < threshold_ms);
+    }
+
+    /// Latencies counted.
+    pub fn total(&self) -> u64 {
+        self.log2_ms.iter().sum()
+    }
+
+    /// The summary's view: None when hot-page selection tested no latency.
+    pub fn summary(&self) -> Option<HintLatencySummary> {
+        let tested = self.total();
+        if tested == 0 {
+            return None;
+        }
+        let bounds = |k: usize| match k {
+            0 => (0, 1),
+            k => (1u64 << (k - 1), 1u64 << k),
+        };
+        let mut below = 0;
+        let mut median_below_ms = 0;
+        for (k, &n) in self.log2_ms.iter().enumerate() {
+            below += n;
+            if 2 * below >= tested {
+                median_below_ms = bounds(k).1;
+                break;
+            }
+        }
+        Some(HintLatencySummary {
+            tested,
+            under_threshold_pct: 100.0 * self.under_threshold as f64 / tested as f64,
+            median_below_ms,
+            histogram: self
+                .log2_ms
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, &count)| LatencyBucket {
+                    from_ms: bounds(k).0,
+                    to_ms: bounds(k).1,
+                    count,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// [`HintLatency`] in a run's summary (`hint_fault_latency`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HintLatencySummary {
+    /// Slow-tier hint faults whose latency hot-page selection tested.
+    pub tested: u64,
+    /// The share of them under the hot threshold in force, per cent.
+    pub under_threshold_pct: f64,
+    /// The median latency is below this many ms (the upper bound of its log2 bucket).
+    pub median_below_ms: u64,
+    /// The non-empty buckets: latencies in [`from_ms`, `to_ms`).
+    pub histogram: Vec<LatencyBucket>,
+}
+
+/// One log2 bucket of [`HintLatencySummary`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LatencyBucket {
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub count: u64,
 }
 
 #[inline]
@@ -327,7 +415,9 @@ impl Kernel {
                 0 => def_th,
                 t => t,
             };
-            if self.numa_hint_fault_latency(src, pfn, now) >= th {
+            let latency = self.numa_hint_fault_latency(src, pfn, now);
+            self.numa.hint_latency.record(latency, th);
+            if latency >= th {
                 return false;
             }
             if gen == PromotionPolicy::HotThreshold {
@@ -584,6 +674,39 @@ impl Kernel {
             0 => self.cfg.numa.hot_threshold_ms,
             t => t,
         }
+    }
+}
+
+#[cfg(test)]
+mod hint_latency_tests {
+    use super::HintLatency;
+
+    #[test]
+    fn latencies_fall_in_log2_buckets_and_the_threshold_splits_them() {
+        let mut h = HintLatency::default();
+        for (lat, th) in [
+            (0, 1000),
+            (1, 1000),
+            (999, 1000),
+            (1000, 1000),
+            (5000, 1000),
+        ] {
+            h.record(lat, th);
+        }
+        h.record((1 << 21) - 1, 1000);
+        assert_eq!(h.log2_ms[0], 1);
+        assert_eq!(h.log2_ms[1], 1);
+        assert_eq!(h.log2_ms[10], 2, "999 and 1000 ms are in [512, 1024)");
+        assert_eq!(h.log2_ms[13], 1, "5000 ms is in [4096, 8192)");
+        assert_eq!(h.log2_ms[21], 1, "the largest 21-bit latency fits");
+        assert_eq!(h.under_threshold, 3);
+        let s = h.summary().unwrap();
+        assert_eq!(s.tested, 6);
+        assert!((s.under_threshold_pct - 50.0).abs() < 1e-9);
+        assert_eq!(s.median_below_ms, 1024);
+        assert_eq!(s.histogram.len(), 5);
+        assert_eq!((s.histogram[2].from_ms, s.histogram[2].to_ms), (512, 1024));
+        assert!(HintLatency::default().summary().is_none());
     }
 }
 
