@@ -227,126 +227,228 @@ fn cmd_experiment(
     } else {
         let name =
             name.ok_or_else(|| input("give an experiment name or file (see --list), or --all"))?;
-        let e = match experiment_file::builtin(&name) {
-            Some(e) => e,
-            None => {
-                let p = Path::new(&name);
-                if !p.exists() {
-                    let names: Vec<&str> = experiment_file::builtins()
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect();
-                    return Err(input(format!(
-                        "no built-in experiment or file named {name:?} (built-ins: {})",
-                        names.join(", ")
-                    )));
-                }
-                experiment_file::from_file(p).map_err(input)?
-            }
-        };
-        vec![e]
+        vec![named_experiment(&name)?]
     };
-    let mut index = String::from("# tiermem experiments\n\n");
+    let mut outcomes = Vec::with_capacity(exps.len());
     for e in &exps {
         let dir = if all { out.join(&e.name) } else { out.clone() };
-        eprintln!("experiment {}: {} variants", e.name, e.variants.len());
-        let pb = progress_bar(e.variants.len() as u64, &e.name);
-        let t0 = Instant::now();
-        let results = experiment::run(e, &dir, &|done, _n, vname| {
-            if let Some(pb) = &pb {
-                pb.set_position(done as u64);
-                pb.set_message(format!("{} ({vname})", e.name));
-            } else {
-                eprintln!("  [{done}/{_n}] {vname}");
-            }
-        })
-        .map_err(sim_failure)?;
-        if let Some(pb) = pb {
-            pb.finish_and_clear();
+        outcomes.push(run_one_experiment(e, &dir, no_plots)?);
+    }
+    if all {
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create {}", out.display()))?;
+        write_file(&out.join("README.md"), &index_markdown(&outcomes))?;
+    }
+    Ok(())
+}
+
+/// A built-in experiment by name, or an experiment file by path.
+fn named_experiment(name: &str) -> Result<experiment::Experiment, Failure> {
+    if let Some(e) = experiment_file::builtin(name) {
+        return Ok(e);
+    }
+    let p = Path::new(name);
+    if !p.exists() {
+        let names: Vec<&str> = experiment_file::builtins()
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        return Err(input(format!(
+            "no built-in experiment or file named {name:?} (built-ins: {})",
+            names.join(", ")
+        )));
+    }
+    experiment_file::from_file(p).map_err(input)
+}
+
+/// What one experiment run came to, for standard error and the `--all` index.
+struct Outcome {
+    name: String,
+    headline: String,
+    variants: usize,
+    /// Steps whose published direction holds, of those with one.
+    directions: (usize, usize),
+    /// Published figures within their tolerance.
+    figures: (usize, usize),
+    /// Published changes within their tolerance.
+    changes: (usize, usize),
+    seconds: f64,
+}
+
+/// Run one experiment into `dir` with a progress bar, report how it compares with the
+/// published results, and draw its plots.
+fn run_one_experiment(
+    e: &experiment::Experiment,
+    dir: &Path,
+    no_plots: bool,
+) -> Result<Outcome, Failure> {
+    eprintln!("experiment {}: {} variants", e.name, e.variants.len());
+    let pb = progress_bar(e.variants.len() as u64, &e.name);
+    let t0 = Instant::now();
+    let results = experiment::run(e, dir, &|done, n, vname| {
+        if let Some(pb) = &pb {
+            pb.set_position(done as u64);
+            pb.set_message(format!("{} ({vname})", e.name));
+        } else {
+            eprintln!("  [{done}/{n}] {vname}");
         }
-        let steps = experiment::evaluate_steps(e, &results);
+    })
+    .map_err(sim_failure)?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let steps = experiment::evaluate_steps(e, &results);
+    let outcome = outcome(e, &results, &steps, t0.elapsed().as_secs_f64());
+    print_outcome(&outcome, &steps);
+    eprintln!(
+        "experiment {} done in {:.1} s: {}",
+        e.name,
+        outcome.seconds,
+        dir.join("report.md").display()
+    );
+    if !no_plots {
+        render_plots(dir);
+    }
+    experiment::note_missing_plots(dir)
+        .with_context(|| format!("cannot update {}", dir.join("report.md").display()))?;
+    Ok(outcome)
+}
+
+fn outcome(
+    e: &experiment::Experiment,
+    results: &[experiment::VariantResult],
+    steps: &[experiment::StepResult],
+    seconds: f64,
+) -> Outcome {
+    let count = |it: &mut dyn Iterator<Item = bool>| {
+        it.fold((0, 0), |(n, t), ok| (n + usize::from(ok), t + 1))
+    };
+    let directed = steps
+        .iter()
+        .filter(|s| s.step.expect != experiment::Expect::Reported);
+    Outcome {
+        name: e.name.clone(),
+        headline: e.description.split(". ").next().unwrap_or("").to_string(),
+        variants: results.len(),
+        directions: count(&mut directed.map(|s| s.holds)),
+        figures: count(&mut experiment::agreements(e, results).iter().map(|a| a.within)),
+        changes: count(&mut steps.iter().filter_map(|s| s.within_published)),
+        seconds,
+    }
+}
+
+/// The run's comparison with the published results on standard error: directions, then
+/// figures and changes against their tolerances (`tiermem_lab::published`).
+fn print_outcome(o: &Outcome, steps: &[experiment::StepResult]) {
+    if o.directions.1 > 0 {
         let failed: Vec<String> = steps
             .iter()
             .filter(|r| !r.holds)
             .map(|r| format!("{} → {} ({})", r.step.from, r.step.to, r.step.metric))
             .collect();
-        if !steps.is_empty() {
-            eprintln!(
-                "experiment {}: {} of {} steps follow the published direction{}",
-                e.name,
-                steps.len() - failed.len(),
-                steps.len(),
-                if failed.is_empty() {
-                    String::new()
-                } else {
-                    format!("; not: {}", failed.join(", "))
-                }
-            );
-        }
-        print_published_agreement(e, &results, &steps);
         eprintln!(
-            "experiment {} done in {:.1} s: {}",
-            e.name,
-            t0.elapsed().as_secs_f64(),
-            dir.join("report.md").display()
+            "experiment {}: {} of {} steps follow the published direction{}",
+            o.name,
+            o.directions.0,
+            o.directions.1,
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!("; not: {}", failed.join(", "))
+            }
         );
-        if !no_plots {
-            render_plots(&dir);
-        }
-        experiment::note_missing_plots(&dir)
-            .with_context(|| format!("cannot update {}", dir.join("report.md").display()))?;
-        index.push_str(&format!(
-            "- [{}]({}/report.md): {} ({} variants)\n",
-            e.name,
-            e.name,
-            e.description.split(". ").next().unwrap_or(""),
-            results.len()
-        ));
-    }
-    if all {
-        std::fs::create_dir_all(&out)
-            .with_context(|| format!("cannot create {}", out.display()))?;
-        write_file(&out.join("README.md"), &index)?;
-    }
-    Ok(())
-}
-
-/// One line: how many published figures and changes the run reproduces within the report's
-/// tolerances (`tiermem_lab::published`).
-fn print_published_agreement(
-    e: &experiment::Experiment,
-    results: &[experiment::VariantResult],
-    steps: &[experiment::StepResult],
-) {
-    let figures = experiment::agreements(e, results);
-    let sized: Vec<bool> = steps.iter().filter_map(|s| s.within_published).collect();
-    if figures.is_empty() && sized.is_empty() {
-        return;
     }
     let mut parts = Vec::new();
-    if !figures.is_empty() {
-        let n = figures.iter().filter(|a| a.within).count();
+    if o.figures.1 > 0 {
         parts.push(format!(
-            "{n} of {} published figures within ±25 %",
-            figures.len()
+            "{} of {} published figures within ±25 %",
+            o.figures.0, o.figures.1
         ));
     }
-    if !sized.is_empty() {
-        let n = sized.iter().filter(|w| **w).count();
+    if o.changes.1 > 0 {
         parts.push(format!(
-            "{n} of {} published changes within ±25 % or ±3 points",
-            sized.len()
+            "{} of {} published changes within ±25 % or ±3 points",
+            o.changes.0, o.changes.1
         ));
     }
-    let all_within = figures.iter().all(|a| a.within) && sized.iter().all(|w| *w);
-    eprintln!(
-        "experiment {}: {}{}",
-        e.name,
-        parts.join(", "),
-        if all_within {
-            ""
+    if !parts.is_empty() {
+        let all_within = o.figures.0 == o.figures.1 && o.changes.0 == o.changes.1;
+        eprintln!(
+            "experiment {}: {}{}",
+            o.name,
+            parts.join(", "),
+            if all_within {
+                ""
+            } else {
+                " (report.md says why for the others)"
+            }
+        );
+    }
+}
+
+/// `--all`'s `README.md`: one row per experiment, with how it compares with the published
+/// results, then what each shows.
+fn index_markdown(outcomes: &[Outcome]) -> String {
+    let frac = |(n, t): (usize, usize)| {
+        if t == 0 {
+            "–".to_string()
         } else {
-            " (report.md says why for the others)"
+            format!("{n} of {t}")
         }
+    };
+    let mut s = String::from(
+        "# tiermem experiments\n\n\
+         | experiment | variants | published directions held | published figures within ±25 % | published changes within ±25 % or ±3 points | wall s |\n\
+         |---|---:|---|---|---|---:|\n",
     );
+    for o in outcomes {
+        s.push_str(&format!(
+            "| [{}]({}/report.md) | {} | {} | {} | {} | {:.1} |\n",
+            o.name,
+            o.name,
+            o.variants,
+            frac(o.directions),
+            frac(o.figures),
+            frac(o.changes),
+            o.seconds
+        ));
+    }
+    s.push_str(&format!(
+        "\nIn all {:.1} s. A figure is within ±25 % of the published one (±1.5 points for a \
+         percentage published under 6 %); each report says why for the figures outside.\n\n",
+        outcomes.iter().map(|o| o.seconds).sum::<f64>()
+    ));
+    for o in outcomes {
+        s.push_str(&format!("- **{}**: {}\n", o.name, o.headline));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_tabulates_each_experiment_against_the_published_results() {
+        let o = |name: &str, figures, seconds| Outcome {
+            name: name.into(),
+            headline: format!("{name} shows something"),
+            variants: 4,
+            directions: (6, 6),
+            figures,
+            changes: (0, 0),
+            seconds,
+        };
+        let s = index_markdown(&[o("seed-x", (1, 8), 474.6), o("other", (0, 0), 1.0)]);
+        assert!(
+            s.contains("| [seed-x](seed-x/report.md) | 4 | 6 of 6 | 1 of 8 | – | 474.6 |"),
+            "{s}"
+        );
+        assert!(
+            s.contains("| [other](other/report.md) | 4 | 6 of 6 | – | – | 1.0 |"),
+            "{s}"
+        );
+        assert!(s.contains("In all 475.6 s."), "{s}");
+        assert!(s.contains("- **seed-x**: seed-x shows something"), "{s}");
+    }
 }
