@@ -320,9 +320,6 @@ fn outcome(
     steps: &[experiment::StepResult],
     seconds: f64,
 ) -> Outcome {
-    let count = |it: &mut dyn Iterator<Item = bool>| {
-        it.fold((0, 0), |(n, t), ok| (n + usize::from(ok), t + 1))
-    };
     let directed = steps
         .iter()
         .filter(|s| s.step.expect != experiment::Expect::Reported);
@@ -330,11 +327,16 @@ fn outcome(
         name: e.name.clone(),
         headline: e.description.split(". ").next().unwrap_or("").to_string(),
         variants: results.len(),
-        directions: count(&mut directed.map(|s| s.holds)),
-        figures: count(&mut experiment::agreements(e, results).iter().map(|a| a.within)),
-        changes: count(&mut steps.iter().filter_map(|s| s.within_published)),
+        directions: tally(directed.map(|s| s.holds)),
+        figures: tally(experiment::agreements(e, results).iter().map(|a| a.within)),
+        changes: tally(steps.iter().filter_map(|s| s.within_published)),
         seconds,
     }
+}
+
+/// (how many are true, how many there are).
+fn tally(verdicts: impl Iterator<Item = bool>) -> (usize, usize) {
+    verdicts.fold((0, 0), |(n, t), ok| (n + usize::from(ok), t + 1))
 }
 
 /// The run's comparison with the published results on standard error: directions, then
