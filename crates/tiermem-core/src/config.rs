@@ -433,6 +433,13 @@ pub struct KernelCosts {
     /// scheduler tick lands inside it with probability `task_wakeup / tick`, which is how
     /// a mostly sleeping thread gets `task_tick_numa` calls. Default 5 us.
     pub task_wakeup: SimDuration,
+    /// A page-cache miss of `read(2)`: the page read from the storage device in a
+    /// sequential stream. Default 4 us (4 KiB at 1 GB/s: an assumption for a virtio or
+    /// SATA-SSD disk; docs/model.md).
+    pub file_read_page: SimDuration,
+    /// The copy of one 4 KiB page between the page cache and user space in `read(2)` and
+    /// `write(2)`, with the page-cache lookup. Default 500 ns (about 8 GB/s for one core).
+    pub file_copy_page: SimDuration,
 }
 
 impl Default for KernelCosts {
@@ -449,6 +456,8 @@ impl Default for KernelCosts {
             numa_pte_update: SimDuration::from_ns(25),
             numa_hint_fault: SimDuration::from_us(1),
             task_wakeup: SimDuration::from_us(5),
+            file_read_page: SimDuration::from_us(4),
+            file_copy_page: SimDuration::from_ns(500),
         }
     }
 }

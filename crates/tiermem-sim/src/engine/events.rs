@@ -373,7 +373,8 @@ impl Simulation {
                 th.cursor = 0;
                 match th.gen.next(&mut th.rng, &mut th.buf) {
                     Step::Accesses => continue,
-                    Step::RunStart | Step::Barrier => continue,
+                    // Stationary generators (the only ones on page events) do no file I/O.
+                    Step::RunStart | Step::Barrier | Step::File(_) => continue,
                     Step::Done => {
                         th.state = ThreadState::Done;
                         th.run_end = Some(th.clock);

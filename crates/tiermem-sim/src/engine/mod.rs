@@ -777,6 +777,12 @@ impl Simulation {
                         th.state = ThreadState::Blocked;
                         return Ok(());
                     }
+                    Step::File(io) => {
+                        if self.file_step(ti, io) {
+                            return Ok(());
+                        }
+                        continue;
+                    }
                     Step::Done => {
                         th.state = ThreadState::Done;
                         th.run_end = Some(th.clock);
@@ -914,6 +920,29 @@ impl Simulation {
         }
     }
 
+    /// A thread's `read(2)`, `write(2)` or `drop_caches`: the kernel's time (the copies,
+    /// the device reads of misses, any direct reclaim) is the thread's. True when it ended
+    /// the thread (OOM kill).
+    #[cold]
+    fn file_step(&mut self, ti: usize, io: crate::workload::access::FileIo) -> bool {
+        let th = &self.threads[ti];
+        let (proc, cpu, clock) = (th.proc, th.cpu_node, th.clock);
+        match self.kernel.file_io(proc, &io, cpu, SimTime(clock)) {
+            Ok(r) => {
+                let th = &mut self.threads[ti];
+                th.clock += r.cost.ps();
+                th.win_active += r.cost.ps();
+                false
+            }
+            Err(crate::mm::FaultError::OomKilled) => {
+                let th = &mut self.threads[ti];
+                th.state = ThreadState::Done;
+                th.run_end = Some(th.clock);
+                true
+            }
+        }
+    }
+
     /// Close a timing window: account traffic, solve the next window's latencies.
     fn end_window(&mut self, window_ps: u64) {
         let nn = self.kernel.nodes().len();
@@ -977,6 +1006,7 @@ impl Simulation {
         const SEC_PS: u64 = 1_000_000_000_000;
         if (self.now + window_ps) / SEC_PS > self.now / SEC_PS {
             self.kernel.vmstat_update();
+            self.kernel.wb_flush(SimTime(self.now + window_ps));
         }
         // Scheduler tick of each running task: the NUMA scanner runs in task context.
         let now = SimTime(self.now + window_ps);

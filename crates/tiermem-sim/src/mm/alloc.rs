@@ -5,6 +5,27 @@
 
 use super::*;
 
+/// Whom a page is allocated for: the frame's owner and index (its reverse map), and the
+/// process whose allocation it is (the OOM killer's requester). An anonymous page is its
+/// process's; a page-cache page is the page cache's, allocated by the reading process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageFor {
+    pub owner: u16,
+    pub vpn: u32,
+    pub requester: u16,
+}
+
+impl PageFor {
+    /// Page `vpn` of process `p`'s page table.
+    pub fn anon(p: u16, vpn: u32) -> Self {
+        PageFor {
+            owner: p,
+            vpn,
+            requester: p,
+        }
+    }
+}
+
 impl Kernel {
     /// The zonelist of a node filtered by a nodemask (`for_each_zone_zonelist_nodemask`).
     pub(super) fn zonelist(
@@ -23,8 +44,7 @@ impl Kernel {
     /// the slow path's kswapd wakeups and the min watermark; `None` if that fails.
     pub fn alloc_no_direct_reclaim(
         &mut self,
-        owner: u16,
-        vpn: u32,
+        who: PageFor,
         preferred: NodeId,
         mask: NodeMask,
         cpu_node: NodeId,
@@ -38,7 +58,7 @@ impl Kernel {
             }
             self.first_zone(&zl, |w| w.min)
         })?;
-        let (n, pfn) = self.take_on(pick, first, cpu_node.idx(), owner, vpn);
+        let (n, pfn) = self.take_on(pick, first, cpu_node.idx(), who);
         Some((n, pfn, SimDuration::ZERO))
     }
 
@@ -63,10 +83,9 @@ impl Kernel {
         (n, z): (usize, usize),
         preferred: usize,
         cpu_node: usize,
-        owner: u16,
-        vpn: u32,
+        who: PageFor,
     ) -> (usize, u32) {
-        let pfn = self.nodes[n].take_frame_in(z, owner, vpn);
+        let pfn = self.nodes[n].take_frame_in(z, who.owner, who.vpn);
         self.vmstat.inc(n, Vm::PgallocNormal);
         if n == preferred {
             self.vmstat.inc(n, Vm::NumaHit);
@@ -93,8 +112,7 @@ impl Kernel {
     /// `costs.alloc_slowpath` once it entered the slow path, plus any direct reclaim.
     pub fn alloc_user_page(
         &mut self,
-        owner: u16,
-        vpn: u32,
+        who: PageFor,
         preferred: NodeId,
         mask: Option<NodeMask>,
         cpu_node: NodeId,
@@ -105,7 +123,7 @@ impl Kernel {
         // Fast path: ALLOC_WMARK_LOW. A node failing it is skipped without waking its
         // kswapd (node_reclaim_mode is 0).
         if let Some(at) = self.first_zone(&zl, |w| w.low) {
-            let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
+            let (n, pfn) = self.take_on(at, first, cpu_node.idx(), who);
             return Ok((n, pfn, SimDuration::ZERO));
         }
         // Slow path: wake_all_kswapds, then the min watermark, then direct reclaim; repeated
@@ -118,7 +136,7 @@ impl Kernel {
                 self.wakeup_kswapd(n, now);
             }
             if let Some(at) = self.first_zone(&zl, |w| w.min) {
-                let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
+                let (n, pfn) = self.take_on(at, first, cpu_node.idx(), who);
                 return Ok((n, pfn, cost));
             }
             if no_progress <= MAX_RECLAIM_RETRIES {
@@ -134,7 +152,7 @@ impl Kernel {
                         self.first_zone(&zl, |w| w.min)
                     });
                     if let Some(at) = at {
-                        let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
+                        let (n, pfn) = self.take_on(at, first, cpu_node.idx(), who);
                         return Ok((n, pfn, cost));
                     }
                     no_progress = 0;
@@ -148,17 +166,17 @@ impl Kernel {
             // __alloc_pages_may_oom: a last try at the high watermark, then the OOM killer;
             // after a kill the slow path starts over.
             if let Some(at) = self.first_zone(&zl, |w| w.high) {
-                let (n, pfn) = self.take_on(at, first, cpu_node.idx(), owner, vpn);
+                let (n, pfn) = self.take_on(at, first, cpu_node.idx(), who);
                 return Ok((n, pfn, cost));
             }
-            self.out_of_memory(owner);
+            self.out_of_memory(who.requester);
             oom_kills += 1;
-            if !self.procs[owner as usize].alive {
+            if !self.procs[who.requester as usize].alive {
                 return Err(FaultError::OomKilled);
             }
             no_progress = 0;
             if oom_kills > self.procs.len() {
-                self.kill_process(owner);
+                self.kill_process(who.requester);
                 return Err(FaultError::OomKilled);
             }
         }
@@ -208,7 +226,8 @@ impl Kernel {
         // get_vma_policy + alloc_pages_mpol: interleave modes pick by the page's index.
         let ilx = self.interleave_index(p, idx);
         let plan = self.policy_plan(self.effective_policy(p, idx), ilx, cpu_node);
-        let (n, pfn, reclaim_cost) = self.alloc_by_plan(p, idx, plan, cpu_node, now)?;
+        let (n, pfn, reclaim_cost) =
+            self.alloc_by_plan(PageFor::anon(p, idx), plan, cpu_node, now)?;
         let mut cost = reclaim_cost;
         self.vmstat.inc(n, Vm::Pgfault);
         let mut new_pte = pte_mk(n, pfn) | PTE_ACCESSED;

@@ -188,16 +188,20 @@ impl SimOps<'_> {
         }
     }
 
-    /// Clear the accessed bit of the PTE that maps a frame.
+    /// Clear the accessed bit of the PTE that maps a frame (a page-cache folio has none).
     fn clear_young_of(&mut self, n: usize, pfn: u32) {
         let f = self.kernel.nodes[n].frames[pfn as usize];
-        self.kernel.clear_young(f.owner as usize, f.vpn);
+        if f.owner != OWNER_FILE {
+            self.kernel.clear_young(f.owner as usize, f.vpn);
+        }
     }
 
-    /// `damon_ptep_mkold` + `folio_set_idle`.
+    /// `damon_folio_mkold`: `damon_ptep_mkold` on the mapping (which leaves `PG_young`
+    /// when the PTE was young) and `folio_set_idle`; an unmapped folio only gets `PG_idle`.
     fn mkold(&mut self, n: usize, pfn: u32) {
         let f = self.kernel.nodes[n].frames[pfn as usize];
-        let was_young = self.kernel.test_and_clear_young(f.owner as usize, f.vpn);
+        let was_young =
+            f.owner != OWNER_FILE && self.kernel.test_and_clear_young(f.owner as usize, f.vpn);
         let fl = &mut self.kernel.nodes[n].frames[pfn as usize].flags;
         if was_young {
             *fl |= F_YOUNG;
@@ -205,18 +209,23 @@ impl SimOps<'_> {
         *fl |= F_IDLE;
     }
 
-    /// `damon_folio_young`: PTE young or no longer idle.
+    /// `damon_folio_young`: PTE young or no longer idle; an unmapped folio: not idle.
     fn young(&mut self, n: usize, pfn: u32) -> bool {
         let f = self.kernel.nodes[n].frames[pfn as usize];
-        self.kernel.pte_young(f.owner as usize, f.vpn) || f.flags & F_IDLE == 0
+        f.flags & F_IDLE == 0
+            || f.owner != OWNER_FILE && self.kernel.pte_young(f.owner as usize, f.vpn)
     }
 
     /// Whether a frame has a filter's property (the young filter checks and clears).
     fn has_property(&mut self, f: &FilterConfig, n: usize, pfn: u32) -> bool {
         match f.kind {
-            // Every simulated page is anonymous.
-            FilterType::Anon => true,
-            FilterType::Active => self.kernel.nodes[n].lru_of(pfn) == Some(Lru::ActiveAnon),
+            FilterType::Anon => self.kernel.nodes[n].frames[pfn as usize].owner != OWNER_FILE,
+            FilterType::Active => matches!(
+                self.kernel.nodes[n].lru_of(pfn),
+                Some(Lru::ActiveAnon | Lru::ActiveFile)
+            ),
+            // Page cache is charged to the reader's memcg, which is not kept: a page-cache
+            // folio matches no memcg.
             FilterType::Memcg => {
                 let owner = self.kernel.nodes[n].frames[pfn as usize].owner as usize;
                 self.proc_workload.get(owner).map(|&w| w as u32) == f.memcg
@@ -295,6 +304,9 @@ impl SimOps<'_> {
             DamosAction::Pageout => {
                 // reclaim_pages → shrink_folio_list ignoring references, no demotion.
                 self.clear_young_of(n, pfn);
+                if self.kernel.nodes[n].frames[pfn as usize].owner == OWNER_FILE {
+                    return self.pageout_file_folio(n, pfn);
+                }
                 self.kernel.nodes[n].lru_del(pfn);
                 let cost = self.kernel.swap_out(n, pfn);
                 if cost.is_none() {
@@ -309,10 +321,10 @@ impl SimOps<'_> {
                     self.kernel.nodes[n].frames[pfn as usize].flags &= !F_YOUNG;
                 }
                 let node = &mut self.kernel.nodes[n];
-                if node.lru_of(pfn) == Some(Lru::ActiveAnon) {
+                if let Some(active @ (Lru::ActiveAnon | Lru::ActiveFile)) = node.lru_of(pfn) {
                     node.lru_del(pfn);
                     node.frames[pfn as usize].flags &= !F_REFERENCED;
-                    node.lru_add(Lru::InactiveAnon, pfn);
+                    node.lru_add(active.inactive(), pfn);
                     self.kernel.vmstat.inc(n, Vm::Pgdeactivate);
                     Some(SimDuration::ZERO)
                 } else if action == DamosAction::Cold {
@@ -323,18 +335,7 @@ impl SimOps<'_> {
                 }
             }
             DamosAction::LruPrio => {
-                // folio_mark_accessed: referenced → activate; else set referenced.
-                let node = &mut self.kernel.nodes[n];
-                let fl = node.frames[pfn as usize].flags;
-                node.frames[pfn as usize].flags &= !F_IDLE;
-                if node.lru_of(pfn) == Some(Lru::InactiveAnon) && fl & F_REFERENCED != 0 {
-                    node.lru_del(pfn);
-                    node.frames[pfn as usize].flags &= !F_REFERENCED;
-                    node.lru_add(Lru::ActiveAnon, pfn);
-                    self.kernel.vmstat.inc(n, Vm::Pgactivate);
-                } else {
-                    node.frames[pfn as usize].flags |= F_REFERENCED;
-                }
+                self.kernel.folio_mark_accessed(n, pfn);
                 Some(SimDuration::ZERO)
             }
             DamosAction::MigrateHot | DamosAction::MigrateCold => self.migrate(target_nid, n, pfn),
@@ -343,6 +344,26 @@ impl SimOps<'_> {
             | DamosAction::Stat
             | DamosAction::Willneed => None,
         }
+    }
+
+    /// `damon_pa_pageout` of a page-cache folio: `PG_referenced` and `PG_young` cleared,
+    /// then `reclaim_pages` → `shrink_folio_list` ignoring references: a clean folio is
+    /// freed with a shadow (`__remove_mapping`); a dirty one gets `PG_reclaim` and goes to
+    /// the active list (DAMON never writes page cache back).
+    fn pageout_file_folio(&mut self, n: usize, pfn: u32) -> Option<SimDuration> {
+        let node = &mut self.kernel.nodes[n];
+        node.lru_del(pfn);
+        let f = &mut node.frames[pfn as usize];
+        f.flags &= !(F_REFERENCED | F_YOUNG);
+        if f.flags & F_DIRTY != 0 {
+            f.flags |= F_RECLAIM;
+            node.lru_add(Lru::ActiveFile, pfn);
+            self.kernel.vmstat.inc(n, Vm::Pgactivate);
+            return None;
+        }
+        self.kernel.remove_mapping(n, pfn, true);
+        self.kernel.vmstat.inc(n, Vm::PgstealFile);
+        Some(self.kernel.cfg.costs.reclaim_scan_page)
     }
 
     /// DAMOS migrate_{hot,cold}: `alloc_migration_target` with GFP_NOWAIT (low

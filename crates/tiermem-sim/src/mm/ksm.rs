@@ -30,6 +30,7 @@
 //! swapped (reclaim keeps them active) but they are demoted and migrated. The zero page
 //! lives on node 0.
 
+use crate::mm::alloc::PageFor;
 use crate::mm::mem::*;
 use crate::mm::{FaultError, Kernel};
 use crate::vmstat::Vm;
@@ -640,7 +641,7 @@ impl Kernel {
         let policy = self.effective_policy(p, vpn).clone();
         let plan = self.policy_plan(&policy, self.interleave_index(p, vpn), cpu_node);
         // Allocate first: reclaim may demote the KSM page meanwhile (KSM state stays in place).
-        let (n, pfn, reclaim) = self.alloc_by_plan(p, vpn, plan, cpu_node, now)?;
+        let (n, pfn, reclaim) = self.alloc_by_plan(PageFor::anon(p, vpn), plan, cpu_node, now)?;
         let pte = self.procs[p as usize].ptes[vpn as usize];
         let mut k = self
             .ksm

@@ -86,10 +86,13 @@ pub const OWNER_FREE: u16 = u16::MAX;
 /// Owner value of a KSM page: mapped by several PTEs; `vpn` holds its stable node and
 /// the reverse map is the stable node's list of rmap items (`rmap_walk_ksm`).
 pub const OWNER_KSM: u16 = u16::MAX - 1;
+/// Owner value of a page-cache page: mapped by no process; `vpn` is its entry in the page
+/// cache's table (see [`crate::mm::filemap`]).
+pub const OWNER_FILE: u16 = u16::MAX - 2;
 
-/// Frame flag: on the inactive anon list.
+/// Frame flag: on an inactive list (anon, or file with [`F_LRU_FILE`]).
 pub const F_LRU_INACTIVE: u8 = 1;
-/// Frame flag: on the active anon list (`PG_active`).
+/// Frame flag: on an active list (`PG_active`; anon, or file with [`F_LRU_FILE`]).
 pub const F_LRU_ACTIVE: u8 = 2;
 /// Frame flag: `PG_referenced` (software second-chance bit).
 pub const F_REFERENCED: u8 = 4;
@@ -98,6 +101,15 @@ pub const F_IDLE: u8 = 8;
 /// Frame flag: page-idle `PG_young`, set when DAMON clears a young PTE so that reclaim's
 /// `folio_referenced` still counts the access.
 pub const F_YOUNG: u8 = 16;
+/// Frame flag: the list flag names a file list (`!PG_swapbacked`: a page-cache page).
+pub const F_LRU_FILE: u8 = 32;
+/// Frame flag: `PG_dirty` of a page-cache page (anonymous pages keep theirs in the PTE).
+pub const F_DIRTY: u8 = 64;
+/// Frame flag: `PG_reclaim`: reclaim met the page dirty and wants it at the inactive tail
+/// once written back (`folio_rotate_reclaimable`).
+pub const F_RECLAIM: u8 = 128;
+/// The flags that say which LRU list a frame is on.
+pub const LRU_BITS: u8 = F_LRU_INACTIVE | F_LRU_ACTIVE | F_LRU_FILE;
 
 /// One physical page frame.
 #[derive(Clone, Copy, Debug)]
@@ -165,7 +177,17 @@ pub struct NodeMem {
     pub wmark: Watermarks,
     /// The node's populated zones, lowest index first (DMA, DMA32, NORMAL).
     pub zones: Vec<Zone>,
-    lru: [LruList; 2],
+    lru: [LruList; 4],
+    /// `lruvec->nonresident_age`: evictions and activations so far, the clock of the
+    /// page cache's shadow entries (`workingset_age_nonresident`).
+    pub nonresident_age: u64,
+    /// `lruvec->anon_cost` and `file_cost`: the decaying cost of reclaiming each type
+    /// (`lru_note_cost`), which `get_scan_count` balances.
+    pub anon_cost: u64,
+    pub file_cost: u64,
+    /// `lruvec->refaults[WORKINGSET_FILE]`: `workingset_activate_file` when reclaim last
+    /// finished (`snapshot_refaults`).
+    pub refaults_snapshot: u64,
 }
 
 /// One zone of a node: its own free count, watermarks and `lowmem_reserve`. Frames remember
@@ -205,6 +227,10 @@ impl NodeMem {
             wmark: Watermarks::default(),
             zones: Vec::new(),
             lru: Default::default(),
+            nonresident_age: 0,
+            anon_cost: 0,
+            file_cost: 0,
+            refaults_snapshot: 0,
         };
         n.set_zones(&[tiermem_core::watermarks::ZoneSpan {
             idx: tiermem_core::watermarks::ZONE_NORMAL,
@@ -414,7 +440,7 @@ impl NodeMem {
     pub fn free_frame(&mut self, pfn: u32) {
         let f = &mut self.frames[pfn as usize];
         debug_assert!(f.owner != OWNER_FREE, "double free of pfn {pfn}");
-        debug_assert!(f.flags & (F_LRU_ACTIVE | F_LRU_INACTIVE) == 0);
+        debug_assert!(f.flags & LRU_BITS == 0);
         let z = f.zone as usize;
         *f = Frame::FREE;
         self.recycled.push(pfn);
@@ -429,16 +455,16 @@ impl NodeMem {
         self.lru[list as usize].add(&mut self.frames, list, pfn);
     }
 
+    /// Add at the tail (the end reclaim takes first): `lru_move_tail`, as
+    /// `folio_rotate_reclaimable` does when a page reclaim met dirty is written back.
+    pub fn lru_add_tail(&mut self, list: Lru, pfn: u32) {
+        self.lru[list as usize].add_tail(&mut self.frames, list, pfn);
+    }
+
     /// Which list a frame is on.
+    #[inline]
     pub fn lru_of(&self, pfn: u32) -> Option<Lru> {
-        let fl = self.frames[pfn as usize].flags;
-        if fl & F_LRU_INACTIVE != 0 {
-            Some(Lru::InactiveAnon)
-        } else if fl & F_LRU_ACTIVE != 0 {
-            Some(Lru::ActiveAnon)
-        } else {
-            None
-        }
+        Lru::of_flags(self.frames[pfn as usize].flags)
     }
 
     /// Take a frame off whatever list it is on (isolation).
@@ -457,10 +483,22 @@ impl NodeMem {
         self.lru[list as usize].len()
     }
 
-    /// `inactive_is_low`: `inactive * ratio < active`, ratio = `int_sqrt(10 * GB)` or 1.
+    /// `inactive_is_low` of the anon lists.
     pub fn inactive_is_low(&self) -> bool {
-        let inactive = self.lru_len(Lru::InactiveAnon);
-        let active = self.lru_len(Lru::ActiveAnon);
+        self.inactive_list_is_low(Lru::InactiveAnon)
+    }
+
+    /// Pages on the two file lists (`NR_ACTIVE_FILE + NR_INACTIVE_FILE`).
+    pub fn file_lru_pages(&self) -> u64 {
+        self.lru_len(Lru::InactiveFile) + self.lru_len(Lru::ActiveFile)
+    }
+
+    /// `inactive_is_low` of the lists of `inactive`'s type: `inactive * ratio < active`,
+    /// ratio = `int_sqrt(10 * GB)` or 1.
+    pub fn inactive_list_is_low(&self, inactive: Lru) -> bool {
+        let inactive_len = self.lru_len(inactive);
+        let active = self.lru_len(inactive.active());
+        let inactive = inactive_len;
         let gb = ((inactive + active) * PAGE_SIZE) >> 30;
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active

@@ -20,6 +20,7 @@
 //! `numa_interleave` (`NUMA_INTERLEAVE_HIT`). Weights are read at each allocation, so a
 //! change of the weight table affects future allocations only.
 
+use crate::mm::alloc::PageFor;
 use crate::mm::mem::{pte_maps_frame, pte_mk, pte_node, pte_pfn, Lru, PTE_PRESENT};
 use crate::mm::{FaultError, Kernel, NodeMask};
 use crate::vmstat::Vm;
@@ -165,22 +166,21 @@ impl Kernel {
         }
     }
 
-    /// Allocate a frame for `(p, vpn)` under a plan (`alloc_pages_mpol`). Returns the node,
+    /// Allocate a frame for `who` under a plan (`alloc_pages_mpol`). Returns the node,
     /// frame and time spent in direct reclaim.
     pub fn alloc_by_plan(
         &mut self,
-        p: u16,
-        vpn: u32,
+        who: PageFor,
         plan: AllocPlan,
         cpu_node: NodeId,
         now: SimTime,
     ) -> Result<(usize, u32, SimDuration), FaultError> {
         match plan {
             AllocPlan::Node { preferred, mask } => {
-                self.alloc_user_page(p, vpn, preferred, mask, cpu_node, now)
+                self.alloc_user_page(who, preferred, mask, cpu_node, now)
             }
             AllocPlan::Interleave { node } => {
-                let r = self.alloc_user_page(p, vpn, node, None, cpu_node, now)?;
+                let r = self.alloc_user_page(who, node, None, cpu_node, now)?;
                 if r.0 == node.idx() {
                     self.vmstat.inc(r.0, Vm::NumaInterleave);
                 }
@@ -190,11 +190,10 @@ impl Kernel {
                 // alloc_pages_preferred_many: the mask first with __GFP_NOWARN and without
                 // direct reclaim (the fast path, kswapd wakeups, the min watermark), then the
                 // local node without a mask.
-                if let Some(r) = self.alloc_no_direct_reclaim(p, vpn, cpu_node, mask, cpu_node, now)
-                {
+                if let Some(r) = self.alloc_no_direct_reclaim(who, cpu_node, mask, cpu_node, now) {
                     return Ok(r);
                 }
-                self.alloc_user_page(p, vpn, cpu_node, None, cpu_node, now)
+                self.alloc_user_page(who, cpu_node, None, cpu_node, now)
             }
         }
     }
@@ -403,7 +402,7 @@ impl Kernel {
         if self.procs[p as usize].ptes[idx as usize] & PTE_PRESENT != 0 {
             return Ok(());
         }
-        let (n, pfn, _) = self.alloc_by_plan(p, idx, plan, cpu, SimTime::ZERO)?;
+        let (n, pfn, _) = self.alloc_by_plan(PageFor::anon(p, idx), plan, cpu, SimTime::ZERO)?;
         self.procs[p as usize].ptes[idx as usize] = pte_mk(n, pfn);
         self.procs[p as usize].rss += 1;
         self.nodes[n].lru_add(Lru::InactiveAnon, pfn);

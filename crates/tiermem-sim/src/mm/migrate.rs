@@ -8,7 +8,10 @@ impl Kernel {
     /// Isolate a mapped frame from its LRU list and migrate it to `dst` ([`Self::migrate_frame`]),
     /// keeping it active if it was. Returns the new frame.
     pub(crate) fn isolate_and_migrate(&mut self, src: usize, pfn: u32, dst: (usize, usize)) -> u32 {
-        let active = self.nodes[src].lru_of(pfn) == Some(Lru::ActiveAnon);
+        let active = matches!(
+            self.nodes[src].lru_of(pfn),
+            Some(Lru::ActiveAnon | Lru::ActiveFile)
+        );
         self.nodes[src].lru_del(pfn);
         self.migrate_frame(src, pfn, dst, active)
     }
@@ -28,12 +31,16 @@ impl Kernel {
         let new_pfn = self.nodes[dst].take_frame_in(zone, f.owner, f.vpn);
         {
             let nf = &mut self.nodes[dst].frames[new_pfn as usize];
-            nf.flags = f.flags & (F_REFERENCED | F_IDLE | F_YOUNG); // folio_migrate_flags keeps idle/young too
+            // folio_migrate_flags keeps idle/young too, and a page-cache page's dirty bit.
+            nf.flags = f.flags & (F_REFERENCED | F_IDLE | F_YOUNG | F_DIRTY);
             nf.atime = f.atime;
         }
         // remove_migration_pte rebuilds the PTE from the VMA's protection: the NUMA hint is lost.
         if f.owner == OWNER_KSM {
             self.ksm_migrated(f.vpn, dst, new_pfn);
+        } else if f.owner == OWNER_FILE {
+            // folio_migrate_mapping: the page cache's entry names the new folio.
+            self.page_cache.replace(f.vpn, dst, new_pfn);
         } else {
             let pte = &mut self.procs[f.owner as usize].ptes[f.vpn as usize];
             let keep = *pte & (PTE_ACCESSED | PTE_DIRTY | PTE_SOFTDIRTY);
@@ -46,14 +53,13 @@ impl Kernel {
         {
             self.nodes[dst].frames[new_pfn as usize].atime = CPUPID_UNSET;
         }
-        self.nodes[dst].lru_add(
-            if active {
-                Lru::ActiveAnon
-            } else {
-                Lru::InactiveAnon
-            },
-            new_pfn,
-        );
+        let list = match (f.owner == OWNER_FILE, active) {
+            (false, false) => Lru::InactiveAnon,
+            (false, true) => Lru::ActiveAnon,
+            (true, false) => Lru::InactiveFile,
+            (true, true) => Lru::ActiveFile,
+        };
+        self.nodes[dst].lru_add(list, new_pfn);
         self.nodes[src].free_frame(pfn);
         self.vmstat.inc(dst, Vm::PgallocNormal);
         self.vmstat.inc(src, Vm::Pgfree);

@@ -8,8 +8,9 @@
 //! take.
 //!
 //! Each function names the kernel function whose behaviour it follows. Simplifications
-//! (stated where they are made): anonymous memory only (no page cache, so reclaim scans the
-//! anon lists only, `SCAN_ANON`); order-0 pages (no THP); one mapping per anonymous page
+//! (stated where they are made): files are read and written through the page cache
+//! ([`filemap`]) but never mapped; a node without page cache is reclaimed as `SCAN_ANON`,
+//! one with page cache by `get_scan_count` ([`file_reclaim`]); order-0 pages (no THP); one mapping per anonymous page
 //! (no fork), so the reverse map is the frame's owner/vpn.
 //!
 //! The mechanisms' modules implement methods of [`Kernel`]; they import the kernel (their
@@ -20,6 +21,8 @@
 pub mod alloc;
 pub mod budget;
 pub mod damon;
+pub mod file_reclaim;
+pub mod filemap;
 pub mod ksm;
 pub mod lazy;
 pub mod mem;
@@ -132,6 +135,8 @@ pub struct Kernel {
     /// Processes whose accessed bits and faulting touches the page-event engine draws
     /// ([`lazy`]); `None` under the access engine.
     lazy: Option<lazy::LazyAccess>,
+    /// The page cache ([`filemap`]).
+    page_cache: filemap::PageCache,
 }
 
 /// `NUMA_BALANCING_NORMAL`.
@@ -181,6 +186,7 @@ impl Kernel {
             oom_victims: Vec::new(),
             ksm,
             lazy: None,
+            page_cache: filemap::PageCache::default(),
         }
     }
 
@@ -477,6 +483,7 @@ impl Kernel {
             .sum::<usize>()
             + self.nodes.iter().map(|n| n.host_bytes()).sum::<usize>()
             + self.ksm.as_ref().map_or(0, |k| k.host_bytes())
+            + self.page_cache.host_bytes()
     }
 
     /// Check the memory invariants; returns a description of the first violation.

@@ -150,8 +150,9 @@ impl Kernel {
                 .iter()
                 .map(|z| z.wmark.high.max(SWAP_CLUSTER_MAX))
                 .sum();
-            let lru_total =
-                self.nodes[n].lru_len(Lru::InactiveAnon) + self.nodes[n].lru_len(Lru::ActiveAnon);
+            let lru_total = self.nodes[n].lru_len(Lru::InactiveAnon)
+                + self.nodes[n].lru_len(Lru::ActiveAnon)
+                + self.nodes[n].file_lru_pages();
             let k = &mut self.kswapd[n];
             // Even a fruitless batch costs something, so time always advances.
             let cost = r.cost.max(SimDuration::from_ns(200));
@@ -193,6 +194,7 @@ impl Kernel {
         let k = &mut self.kswapd[n];
         k.awake = false;
         k.reset_sweep();
+        self.snapshot_refaults(n);
     }
 
     /// `try_to_free_pages` → `do_try_to_free_pages`: reclaim `SWAP_CLUSTER_MAX` pages from
@@ -228,13 +230,16 @@ impl Kernel {
             }
             prio -= 1;
         }
+        for &n in zl {
+            self.snapshot_refaults(n);
+        }
         total
     }
 
     /// Run every awake kswapd up to `until`: a direct reclaimer's clock, so that the two
     /// interleave batch by batch (each takes the LRU lock per batch of `SWAP_CLUSTER_MAX`)
     /// instead of a long direct reclaim doing all the work before kswapd may run.
-    fn catch_up_kswapds(&mut self, until: SimTime) {
+    pub(super) fn catch_up_kswapds(&mut self, until: SimTime) {
         for n in 0..self.kswapd.len() {
             if self.kswapd[n].awake {
                 self.run_kswapd(n, until);
@@ -242,7 +247,9 @@ impl Kernel {
         }
     }
 
-    /// `shrink_node` → `shrink_lruvec` with `SCAN_ANON`: scan up to `lru_size >> priority`
+    /// `shrink_node` → `shrink_lruvec`. A node holding page cache goes through
+    /// `get_scan_count` ([`Kernel::shrink_lruvec`] in `file_reclaim`); one without is
+    /// reclaimed as `SCAN_ANON` (docs/model.md): scan up to `lru_size >> priority`
     /// of each anon list in `SWAP_CLUSTER_MAX` batches until `nr_to_reclaim` is met; the
     /// active list is aged only while the inactive list is low (`may_deactivate`); then
     /// `shrink_active_list(SWAP_CLUSTER_MAX)` if the inactive list is still low. In direct
@@ -255,6 +262,9 @@ impl Kernel {
         priority: u8,
         who: Reclaimer,
     ) -> ReclaimResult {
+        if self.nodes[n].file_lru_pages() > 0 {
+            return self.shrink_lruvec(n, nr_to_reclaim, priority, who);
+        }
         let mut res = ReclaimResult::default();
         if !self.can_reclaim_anon(n) {
             return res;
@@ -406,10 +416,12 @@ impl Kernel {
             failed = to_reclaim;
         }
         // Second pass without demotion: swap out or activate.
+        let mut swapped = 0;
         for pfn in failed {
             match self.swap_out(n, pfn) {
                 Some(cost) => {
                     res.reclaimed += 1;
+                    swapped += 1;
                     res.cost += cost;
                 }
                 None => {
@@ -420,6 +432,7 @@ impl Kernel {
         }
         self.vmstat.add(n, steal_ev, res.reclaimed);
         self.vmstat.add(n, Vm::PgstealAnon, res.reclaimed);
+        self.lru_note_cost(n, false, swapped, res.scanned - res.reclaimed);
         res
     }
 

@@ -26,11 +26,16 @@ pub struct Access {
     pub kind: u8,
 }
 
+pub use crate::mm::filemap::{FileIo, FileOp};
+
 /// What a generator produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     /// The batch holds accesses.
     Accesses,
+    /// A `read(2)` / `write(2)` through the page cache, or the harness's `drop_caches`
+    /// (the batch is empty).
+    File(FileIo),
     /// The measured phase starts now (pmbench run, MLC measurement).
     RunStart,
     /// Wait for the other threads of the process (OpenMP barrier).

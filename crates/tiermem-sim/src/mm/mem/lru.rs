@@ -1,5 +1,5 @@
-//! The anonymous LRU lists of a node (`lruvec`'s `LRU_INACTIVE_ANON` / `LRU_ACTIVE_ANON`),
-//! kept as queues of frame numbers rather than lists linked through the frames.
+//! The LRU lists of a node (`lruvec`'s `LRU_INACTIVE_ANON`, `LRU_ACTIVE_ANON`,
+//! `LRU_INACTIVE_FILE`, `LRU_ACTIVE_FILE`), kept as queues of frame numbers rather than lists linked through the frames.
 //!
 //! The kernel links folios through `folio->lru`. A linked list in the simulator costs two
 //! dependent cache misses per unlink (the neighbours) and one per page that reclaim takes
@@ -17,7 +17,7 @@
 //! The live entries are always in the order the linked list would hold, so reclaim sees the
 //! same pages in the same order.
 
-use super::{prefetch, Frame, F_LRU_ACTIVE, F_LRU_INACTIVE};
+use super::{prefetch, Frame, F_LRU_ACTIVE, F_LRU_FILE, F_LRU_INACTIVE, LRU_BITS};
 use std::collections::VecDeque;
 
 /// Which LRU list.
@@ -25,13 +25,55 @@ use std::collections::VecDeque;
 pub enum Lru {
     InactiveAnon = 0,
     ActiveAnon = 1,
+    InactiveFile = 2,
+    ActiveFile = 3,
 }
 
 impl Lru {
+    /// The frame flags of a page on this list: exactly these of [`LRU_BITS`] are set (a
+    /// queue entry is live only on an exact match, so a frame moved from an anon list to
+    /// the file list of the same activity never looks live on the first).
     pub(super) fn flag(self) -> u8 {
         match self {
             Lru::InactiveAnon => F_LRU_INACTIVE,
             Lru::ActiveAnon => F_LRU_ACTIVE,
+            Lru::InactiveFile => F_LRU_INACTIVE | F_LRU_FILE,
+            Lru::ActiveFile => F_LRU_ACTIVE | F_LRU_FILE,
+        }
+    }
+
+    /// The list a frame's flags place it on.
+    #[inline]
+    pub(super) fn of_flags(flags: u8) -> Option<Lru> {
+        match flags & LRU_BITS {
+            F_LRU_INACTIVE => Some(Lru::InactiveAnon),
+            F_LRU_ACTIVE => Some(Lru::ActiveAnon),
+            x if x == F_LRU_INACTIVE | F_LRU_FILE => Some(Lru::InactiveFile),
+            x if x == F_LRU_ACTIVE | F_LRU_FILE => Some(Lru::ActiveFile),
+            _ => None,
+        }
+    }
+
+    /// A page-cache list (`is_file_lru`).
+    pub fn is_file(self) -> bool {
+        matches!(self, Lru::InactiveFile | Lru::ActiveFile)
+    }
+
+    /// The active list of this list's type.
+    pub fn active(self) -> Lru {
+        if self.is_file() {
+            Lru::ActiveFile
+        } else {
+            Lru::ActiveAnon
+        }
+    }
+
+    /// The inactive list of this list's type.
+    pub fn inactive(self) -> Lru {
+        if self.is_file() {
+            Lru::InactiveFile
+        } else {
+            Lru::InactiveAnon
         }
     }
 }
@@ -66,16 +108,13 @@ impl LruList {
 
     /// Whether the entry at `pos` naming `f` is live: the frame is on this list, at `pos`.
     fn live(f: &Frame, flag: u8, pos: u32) -> bool {
-        f.flags & flag != 0 && f.lru_pos == pos
+        f.flags & LRU_BITS == flag && f.lru_pos == pos
     }
 
     /// Add `pfn` at the head (most recent end).
     pub(super) fn add(&mut self, frames: &mut [Frame], list: Lru, pfn: u32) {
         let f = &mut frames[pfn as usize];
-        debug_assert!(
-            f.flags & (F_LRU_ACTIVE | F_LRU_INACTIVE) == 0,
-            "pfn {pfn} already on an LRU"
-        );
+        debug_assert!(f.flags & LRU_BITS == 0, "pfn {pfn} already on an LRU");
         f.lru_pos = self.front.wrapping_add(self.queue.len() as u32);
         f.flags |= list.flag();
         if self.queue.len() == self.queue.capacity() {
@@ -88,10 +127,21 @@ impl LruList {
         self.len += 1;
     }
 
+    /// Add `pfn` at the tail (the oldest end): `lru_move_tail`.
+    pub(super) fn add_tail(&mut self, frames: &mut [Frame], list: Lru, pfn: u32) {
+        let f = &mut frames[pfn as usize];
+        debug_assert!(f.flags & LRU_BITS == 0, "pfn {pfn} already on an LRU");
+        self.front = self.front.wrapping_sub(1);
+        f.lru_pos = self.front;
+        f.flags |= list.flag();
+        self.queue.push_front(pfn);
+        self.len += 1;
+    }
+
     /// Take `pfn` (on this list) off it.
     pub(super) fn del(&mut self, frames: &mut [Frame], list: Lru, pfn: u32) {
         let f = &mut frames[pfn as usize];
-        f.flags &= !list.flag();
+        f.flags &= !LRU_BITS;
         self.len -= 1;
         if self.queue.front() == Some(&pfn) && f.lru_pos == self.front {
             self.pop_front();

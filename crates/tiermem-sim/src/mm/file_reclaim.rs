@@ -1,0 +1,309 @@
+//! Reclaim of a node that holds page cache (`mm/vmscan.c` of v6.12, read in
+//! docs/page-cache-kernel.md §3): `prepare_scan_control`'s deactivation bits, cache-trim
+//! mode and tiny-file test, `get_scan_count`'s balance between the anon and file lists,
+//! `shrink_lruvec`'s proportional scan of the four lists, and the page-cache side of
+//! `shrink_active_list` / `shrink_folio_list`, with `lru_note_cost`'s decaying costs.
+//!
+//! A node with no page cache is reclaimed as before by [`Kernel::shrink_node`]'s anon path
+//! (`SCAN_ANON`, see docs/model.md); this module takes over as soon as the node holds a
+//! page-cache page.
+//!
+//! Left out (stated in the module doc of [`super::filemap`] too): kswapd's `pageout()` of
+//! dirty page cache (the second meeting with `PG_reclaim` on a node flagged `PGDAT_DIRTY`):
+//! dirty folios are activated with `PG_reclaim` and wait for the flusher; `PG_writeback`
+//! stalls; `no_cache_trim_mode`; memcg protection; `VM_EXEC` rotation (no mapped files).
+
+use super::vmscan::{Reclaimer, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use super::*;
+
+/// `vm_swappiness` (default 60).
+pub const SWAPPINESS: u64 = 60;
+/// `MAX_SWAPPINESS`: the anon and file priorities sum to it.
+pub const MAX_SWAPPINESS: u64 = 200;
+
+/// `sc->may_deactivate`: which active lists a reclaim run may shrink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MayDeactivate {
+    pub anon: bool,
+    pub file: bool,
+}
+
+/// `enum scan_balance`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanBalance {
+    Equal,
+    Fract { anon: u64, file: u64 },
+    Anon,
+    File,
+}
+
+/// The four lists in `for_each_evictable_lru` order.
+const LISTS: [Lru; 4] = [
+    Lru::InactiveAnon,
+    Lru::ActiveAnon,
+    Lru::InactiveFile,
+    Lru::ActiveFile,
+];
+
+impl Kernel {
+    /// `prepare_scan_control`'s `may_deactivate`: the file lists when a refault activated a
+    /// page since the last reclaim run (`WORKINGSET_ACTIVATE_FILE` against its snapshot) or
+    /// the inactive file list is low; the anon lists when the inactive anon list is low
+    /// (anon refaults are not tracked: no swap cache shadows).
+    pub fn may_deactivate(&self, n: usize) -> MayDeactivate {
+        let node = &self.nodes[n];
+        MayDeactivate {
+            anon: node.inactive_list_is_low(Lru::InactiveAnon),
+            file: self.vmstat.node(n, Vm::WorkingsetActivateFile) != node.refaults_snapshot
+                || node.inactive_list_is_low(Lru::InactiveFile),
+        }
+    }
+
+    /// `snapshot_refaults`, when a reclaim run ends (`do_try_to_free_pages`, kswapd going to
+    /// sleep).
+    pub(super) fn snapshot_refaults(&mut self, n: usize) {
+        self.nodes[n].refaults_snapshot = self.vmstat.node(n, Vm::WorkingsetActivateFile);
+    }
+
+    /// `get_scan_count`'s choice, first match wins: no swap space and no demotion →
+    /// `SCAN_FILE`; priority 0 → `SCAN_EQUAL`; `file_is_tiny` (file + free pages within
+    /// the node's high watermarks, the inactive anon list not low and not empty at this
+    /// priority) → `SCAN_ANON`; `cache_trim_mode` (inactive file list non-empty at this
+    /// priority and the file lists not to be deactivated) → `SCAN_FILE`; else `SCAN_FRACT`
+    /// with the anon and file priorities from swappiness and the reclaim costs.
+    pub fn scan_balance(&self, n: usize, priority: u8, may: MayDeactivate) -> ScanBalance {
+        let node = &self.nodes[n];
+        if !self.can_reclaim_anon(n) {
+            return ScanBalance::File;
+        }
+        if priority == 0 {
+            return ScanBalance::Equal;
+        }
+        let high: u64 = node.zones.iter().map(|z| z.wmark.high).sum();
+        let file_is_tiny = node.file_lru_pages() + node.free <= high
+            && !may.anon
+            && node.lru_len(Lru::InactiveAnon) >> priority != 0;
+        if file_is_tiny {
+            return ScanBalance::Anon;
+        }
+        if node.lru_len(Lru::InactiveFile) >> priority != 0 && !may.file {
+            return ScanBalance::File;
+        }
+        // Twice the total cost plus each type's own: a type's priority falls as its cost
+        // rises, but not below a third of what swappiness gives it.
+        let total = node.anon_cost + node.file_cost;
+        let anon_cost = total + node.anon_cost;
+        let file_cost = total + node.file_cost;
+        let total = anon_cost + file_cost;
+        ScanBalance::Fract {
+            anon: SWAPPINESS * (total + 1) / (anon_cost + 1),
+            file: (MAX_SWAPPINESS - SWAPPINESS) * (total + 1) / (file_cost + 1),
+        }
+    }
+
+    /// `get_scan_count`: pages to scan on each list at this priority (`size >> priority`,
+    /// shared by the balance).
+    pub fn get_scan_count(&self, n: usize, priority: u8, may: MayDeactivate) -> [u64; 4] {
+        let balance = self.scan_balance(n, priority, may);
+        LISTS.map(|lru| {
+            let scan = self.nodes[n].lru_len(lru) >> priority;
+            match balance {
+                ScanBalance::Equal => scan,
+                ScanBalance::Fract { anon, file } => {
+                    let share = if lru.is_file() { file } else { anon };
+                    scan * share / (anon + file)
+                }
+                ScanBalance::Anon if lru.is_file() => 0,
+                ScanBalance::File if !lru.is_file() => 0,
+                ScanBalance::Anon | ScanBalance::File => scan,
+            }
+        })
+    }
+
+    /// `lru_note_cost`: `32 × pages written + pages rotated` onto the type's cost; when the
+    /// two costs together pass a quarter of the node's LRU pages, both halve.
+    pub(super) fn lru_note_cost(&mut self, n: usize, file: bool, nr_io: u64, nr_rotated: u64) {
+        let node = &mut self.nodes[n];
+        let cost = SWAP_CLUSTER_MAX * nr_io + nr_rotated;
+        if file {
+            node.file_cost += cost;
+        } else {
+            node.anon_cost += cost;
+        }
+        let lrusize: u64 = LISTS.iter().map(|&l| node.lru_len(l)).sum();
+        if node.file_cost + node.anon_cost > lrusize / 4 {
+            node.file_cost /= 2;
+            node.anon_cost /= 2;
+        }
+    }
+
+    /// `shrink_lruvec` on a node with page cache: scan the four lists in batches of
+    /// `SWAP_CLUSTER_MAX` toward `get_scan_count`'s targets (an active list only when its
+    /// type may be deactivated); once `nr_to_reclaim` is met (and not in proportional
+    /// direct reclaim at `DEF_PRIORITY`), the type with less left to scan stops and the
+    /// other's targets shrink by the share the first had left; then age the active anon list
+    /// if the inactive one is low.
+    pub(super) fn shrink_lruvec(
+        &mut self,
+        n: usize,
+        nr_to_reclaim: u64,
+        priority: u8,
+        who: Reclaimer,
+    ) -> ReclaimResult {
+        let may = self.may_deactivate(n);
+        let targets = self.get_scan_count(n, priority, may);
+        let mut nr = targets;
+        let direct_clock = match who {
+            Reclaimer::Direct { clock } => Some(clock),
+            Reclaimer::Kswapd => None,
+        };
+        let proportional = direct_clock.is_some() && priority == DEF_PRIORITY;
+        let mut res = ReclaimResult::default();
+        while nr[0] > 0 || nr[2] > 0 || nr[3] > 0 {
+            if let Some(t) = direct_clock {
+                self.catch_up_kswapds(t + res.cost);
+            }
+            for (i, &lru) in LISTS.iter().enumerate() {
+                if nr[i] == 0 {
+                    continue;
+                }
+                let batch = nr[i].min(SWAP_CLUSTER_MAX);
+                nr[i] -= batch;
+                let r = self.shrink_list(n, lru, batch, may, who);
+                res.scanned += r.scanned;
+                res.reclaimed += r.reclaimed;
+                res.cost += r.cost;
+            }
+            if res.reclaimed < nr_to_reclaim || proportional {
+                continue;
+            }
+            let nr_anon = nr[0] + nr[1];
+            let nr_file = nr[2] + nr[3];
+            if nr_anon == 0 || nr_file == 0 {
+                break;
+            }
+            // The type with less left stops; the other scans what it would have scanned
+            // of its targets had it been at the same point.
+            let (stop, go, left, of) = if nr_file > nr_anon {
+                (0, 2, nr_anon, targets[0] + targets[1] + 1)
+            } else {
+                (2, 0, nr_file, targets[2] + targets[3] + 1)
+            };
+            let pct = left * 100 / of;
+            nr[stop] = 0;
+            nr[stop + 1] = 0;
+            for i in [go, go + 1] {
+                let scanned = targets[i] - nr[i];
+                let want = targets[i] * (100 - pct) / 100;
+                nr[i] = want - want.min(scanned);
+            }
+        }
+        if self.can_reclaim_anon(n) && self.nodes[n].inactive_is_low() {
+            res.cost += self.shrink_active_list(n, SWAP_CLUSTER_MAX);
+        }
+        res
+    }
+
+    /// `shrink_list`: one batch of one list.
+    fn shrink_list(
+        &mut self,
+        n: usize,
+        lru: Lru,
+        nr: u64,
+        may: MayDeactivate,
+        who: Reclaimer,
+    ) -> ReclaimResult {
+        match lru {
+            Lru::InactiveAnon => self.shrink_inactive_list(n, nr, who),
+            Lru::ActiveAnon if may.anon => ReclaimResult {
+                cost: self.shrink_active_list(n, nr),
+                ..Default::default()
+            },
+            Lru::InactiveFile => self.shrink_inactive_file_list(n, nr, who),
+            Lru::ActiveFile if may.file => ReclaimResult {
+                cost: self.shrink_active_file_list(n, nr),
+                ..Default::default()
+            },
+            Lru::ActiveAnon | Lru::ActiveFile => ReclaimResult::default(),
+        }
+    }
+
+    /// Take up to `nr` frames off the tail of `list`.
+    fn isolate_file_folios(&mut self, n: usize, list: Lru, nr: u64) -> Vec<u32> {
+        let mut isolated = Vec::with_capacity(nr as usize);
+        while (isolated.len() as u64) < nr {
+            let Some(pfn) = self.nodes[n].lru_tail(list) else {
+                break;
+            };
+            self.nodes[n].lru_del(pfn);
+            isolated.push(pfn);
+        }
+        isolated
+    }
+
+    /// `shrink_active_list` of the file list: an unmapped folio has no referencing PTE, so
+    /// every one goes inactive (only referenced `VM_EXEC` folios stay), keeping
+    /// `PG_referenced`.
+    fn shrink_active_file_list(&mut self, n: usize, nr: u64) -> SimDuration {
+        let isolated = self.isolate_file_folios(n, Lru::ActiveFile, nr);
+        let scanned = isolated.len() as u64;
+        for pfn in isolated {
+            self.nodes[n].lru_add(Lru::InactiveFile, pfn);
+        }
+        self.vmstat.add(n, Vm::Pgdeactivate, scanned);
+        self.vmstat.add(n, Vm::Pgrefill, scanned);
+        self.lru_note_cost(n, true, 0, 0);
+        SimDuration(self.cfg.costs.reclaim_scan_page.0 * scanned)
+    }
+
+    /// `shrink_inactive_list` + `shrink_folio_list` for unmapped page-cache folios:
+    /// `folio_check_references` clears `PG_referenced` and reclaims either way (a
+    /// referenced one as `FOLIOREF_RECLAIM_CLEAN`); with demotion on, all go to the demote
+    /// list first, dirty ones too; what is left is freed when clean (`__remove_mapping`,
+    /// leaving a shadow) and activated with `PG_reclaim` when dirty (only kswapd writes
+    /// dirty page cache, not modelled: the flusher does).
+    pub(super) fn shrink_inactive_file_list(
+        &mut self,
+        n: usize,
+        nr: u64,
+        who: Reclaimer,
+    ) -> ReclaimResult {
+        let mut res = ReclaimResult::default();
+        let isolated = self.isolate_file_folios(n, Lru::InactiveFile, nr);
+        res.scanned = isolated.len() as u64;
+        for &pfn in &isolated {
+            self.nodes[n].frames[pfn as usize].flags &= !F_REFERENCED;
+        }
+        let (scan_ev, steal_ev, demote_ev) = match who {
+            Reclaimer::Kswapd => (Vm::PgscanKswapd, Vm::PgstealKswapd, Vm::PgdemoteKswapd),
+            Reclaimer::Direct { .. } => (Vm::PgscanDirect, Vm::PgstealDirect, Vm::PgdemoteDirect),
+        };
+        self.vmstat.add(n, scan_ev, res.scanned);
+        self.vmstat.add(n, Vm::PgscanFile, res.scanned);
+        res.cost += SimDuration(self.cfg.costs.reclaim_scan_page.0 * res.scanned);
+        let mut failed = Vec::new();
+        if self.can_demote(n) && !isolated.is_empty() {
+            let (demoted, cost) = self.demote_folio_list(n, &isolated, &mut failed);
+            res.reclaimed += demoted;
+            res.cost += cost;
+            self.vmstat.add(n, demote_ev, demoted);
+        } else {
+            failed = isolated;
+        }
+        for pfn in failed {
+            let f = &mut self.nodes[n].frames[pfn as usize];
+            if f.flags & F_DIRTY != 0 {
+                f.flags |= F_RECLAIM;
+                self.nodes[n].lru_add(Lru::ActiveFile, pfn);
+                self.vmstat.inc(n, Vm::Pgactivate);
+            } else {
+                self.remove_mapping(n, pfn, true);
+                res.reclaimed += 1;
+            }
+        }
+        self.vmstat.add(n, steal_ev, res.reclaimed);
+        self.vmstat.add(n, Vm::PgstealFile, res.reclaimed);
+        self.lru_note_cost(n, true, 0, res.scanned - res.reclaimed);
+        res
+    }
+}
