@@ -56,6 +56,44 @@ pub struct ParsecConfig {
     /// Default 0.
     #[serde(default)]
     pub start: SimDuration,
+    /// The harness's `sync; echo 3 > /proc/sys/vm/drop_caches` before the run (damon-tests'
+    /// start runner, docs/seed-004-page-cache.md §3). Default true.
+    #[serde(default = "d_true")]
+    pub drop_caches: bool,
+    /// Size of the native input archive. Before the run, `parsecmgmt` untars it into a fresh
+    /// run directory (the archive read, the same amount written as files); the program then
+    /// reads the extracted copy (docs/seed-004-page-cache.md §1). Default 0 (no input file).
+    #[serde(default)]
+    pub input: Bytes,
+    /// When the program reads its extracted input. Default `start`.
+    #[serde(default)]
+    pub input_read: FileTiming,
+    /// Size of the output the program writes. Default 0.
+    #[serde(default)]
+    pub output: Bytes,
+    /// When the program writes its output. Default `end`.
+    #[serde(default = "d_end")]
+    pub output_write: FileTiming,
+}
+
+/// When a PARSEC-shaped program does its file I/O.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileTiming {
+    /// All of it when the run starts (loading the input).
+    #[default]
+    Start,
+    /// Spread over the run, in step with the work (streaming frames, images).
+    During,
+    /// All of it when the work is done (writing the results).
+    End,
+}
+
+fn d_true() -> bool {
+    true
+}
+fn d_end() -> FileTiming {
+    FileTiming::End
 }
 
 /// One hot range of a [`HotRegionsConfig`], relative to the start of the data VMA.
@@ -165,6 +203,11 @@ impl ParsecConfig {
         }
         if self.cpu_per_access.0 == 0 {
             return e("cpu_per_access", "must be positive");
+        }
+        for (k, v) in [("input", self.input), ("output", self.output)] {
+            if v.pages_ceil().0 > u32::MAX as u64 / 4 {
+                return e(k, "must be within 0..4TiB");
+            }
         }
         Ok(())
     }

@@ -82,6 +82,10 @@ struct Thread {
     bytes: u64,
     run_mark: Option<(u64, u64, u64, u128, u64)>,
     run_end: Option<u64>,
+    /// The benchmark harness's `memused` (docs/seed-004-page-cache.md §3): the system's
+    /// used pages right after the thread's `drop_caches`, and the sum and count of the
+    /// timeline samples' increase over them while the thread runs.
+    memused: Option<(u64, i128, u64)>,
     /// The generator's stationary phase, for a switch to page events at its start.
     stationary: Option<workload::Stationary>,
     /// Page-event state once the thread has switched ([`events`]).
@@ -329,6 +333,7 @@ fn make_threads(
                 bytes: 0,
                 run_mark: None,
                 run_end: None,
+                memused: None,
                 stationary,
                 events: None,
             }
@@ -929,7 +934,11 @@ impl Simulation {
         let (proc, cpu, clock) = (th.proc, th.cpu_node, th.clock);
         match self.kernel.file_io(proc, &io, cpu, SimTime(clock)) {
             Ok(r) => {
+                let used = self.used_pages();
                 let th = &mut self.threads[ti];
+                if io.op == crate::mm::filemap::FileOp::DropCaches {
+                    th.memused = Some((used, 0, 0));
+                }
                 th.clock += r.cost.ps();
                 th.win_active += r.cost.ps();
                 false
@@ -941,6 +950,11 @@ impl Simulation {
                 true
             }
         }
+    }
+
+    /// Pages in use on all nodes (present − free, the zram pool included).
+    fn used_pages(&self) -> u64 {
+        self.kernel.nodes().iter().map(|n| n.present - n.free).sum()
     }
 
     /// Close a timing window: account traffic, solve the next window's latencies.
@@ -1088,9 +1102,15 @@ impl Simulation {
             .iter()
             .map(|&v| self.kernel.vmstat().total(v))
             .collect();
-        let used: u64 = self.kernel.nodes().iter().map(|n| n.present - n.free).sum();
+        let used = self.used_pages();
         self.memused_sum.0 += used as u128;
         self.memused_sum.1 += 1;
+        for th in &mut self.threads {
+            if let (Some((base, sum, n)), true) = (&mut th.memused, th.state != ThreadState::Done) {
+                *sum += used as i128 - *base as i128;
+                *n += 1;
+            }
+        }
         let mean_lat = if self.sample_lat.1 > 0 {
             self.sample_lat.0 as f64 / self.sample_lat.1 as f64 / 1e3
         } else {
@@ -1164,6 +1184,10 @@ impl Simulation {
                     r.run_latency_ps = th.lat_sum - lat;
                     r.run_bytes = th.bytes - bytes;
                 }
+                r.memused_avg_bytes = th
+                    .memused
+                    .filter(|m| m.2 > 0)
+                    .map(|(_, sum, n)| sum as f64 / n as f64 * PAGE_SIZE as f64);
                 r
             })
             .collect();

@@ -7,10 +7,10 @@
 //! Phases are placed on a nominal clock (`access index / total × runtime`), so a page's
 //! "hot for 5 s after creation" means 5 s of undisturbed progress.
 
-use crate::workload::access::{Access, Step, K_READ, K_STREAM, K_WRITE};
+use crate::workload::access::{Access, FileIo, FileOp, Step, K_READ, K_STREAM, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tiermem_core::damon_workloads::{HotRegionsConfig, ParsecConfig, ParsecShape};
+use tiermem_core::damon_workloads::{FileTiming, HotRegionsConfig, ParsecConfig, ParsecShape};
 
 const BATCH: usize = 256;
 
@@ -25,6 +25,106 @@ fn below(rng: &mut Xoshiro256PlusPlus, n: u64) -> u64 {
 #[inline]
 fn chance(rng: &mut Xoshiro256PlusPlus, p: f64) -> bool {
     ((rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < p
+}
+
+/// Pages per `read(2)` / `write(2)` call of the file I/O (1 MiB).
+const IO_CHUNK: u32 = 256;
+
+/// The files of a PARSEC-shaped run, by number.
+const F_ARCHIVE: u8 = 0;
+const F_EXTRACTED: u8 = 1;
+const F_OUTPUT: u8 = 2;
+
+/// The file I/O around and within a PARSEC-shaped run (docs/seed-004-page-cache.md §1, §3):
+/// the harness's `drop_caches`, `parsecmgmt`'s untar of the input archive into the run
+/// directory (read a chunk of the archive, write it out), the program's read of the
+/// extracted input and the output it writes.
+#[derive(Clone, Debug)]
+struct FileWork {
+    drop_pending: bool,
+    input: u32,
+    /// Archive pages read by the untar / written out as extracted files.
+    untar_read: u32,
+    untar_written: u32,
+    /// Extracted pages the program has read.
+    read: u32,
+    input_read: FileTiming,
+    output: u32,
+    written: u32,
+    output_write: FileTiming,
+}
+
+impl FileWork {
+    fn new(cfg: &ParsecConfig) -> Self {
+        FileWork {
+            drop_pending: cfg.drop_caches,
+            input: cfg.input.pages_ceil().0 as u32,
+            untar_read: 0,
+            untar_written: 0,
+            read: 0,
+            input_read: cfg.input_read,
+            output: cfg.output.pages_ceil().0 as u32,
+            written: 0,
+            output_write: cfg.output_write,
+        }
+    }
+
+    /// A chunk of `file` from `*cursor` up to `due`, advancing the cursor.
+    fn chunk(op: FileOp, file: u8, file_pages: u32, cursor: &mut u32, due: u32) -> Option<Step> {
+        if *cursor >= due {
+            return None;
+        }
+        let pages = (due - *cursor).min(IO_CHUNK);
+        let io = FileIo {
+            op,
+            file,
+            file_pages,
+            first: *cursor,
+            pages,
+        };
+        *cursor += pages;
+        Some(Step::File(io))
+    }
+
+    /// Pages of a `total`-page file due after `done` of `work` units, by `timing`.
+    fn due(total: u32, timing: FileTiming, done: u64, work: u64) -> u32 {
+        match timing {
+            FileTiming::Start => total,
+            FileTiming::During => (total as u128 * done as u128 / work.max(1) as u128) as u32,
+            FileTiming::End if done >= work => total,
+            FileTiming::End => 0,
+        }
+    }
+
+    /// Before the run: the cache drop, then the untar, chunk by chunk.
+    fn before_run(&mut self) -> Option<Step> {
+        if std::mem::take(&mut self.drop_pending) {
+            return Some(Step::File(FileIo {
+                op: FileOp::DropCaches,
+                file: 0,
+                file_pages: 0,
+                first: 0,
+                pages: 0,
+            }));
+        }
+        let n = self.input;
+        if self.untar_written < self.untar_read {
+            let due = self.untar_read;
+            return Self::chunk(FileOp::Write, F_EXTRACTED, n, &mut self.untar_written, due);
+        }
+        let due = (self.untar_read + IO_CHUNK).min(n);
+        Self::chunk(FileOp::Read, F_ARCHIVE, n, &mut self.untar_read, due)
+    }
+
+    /// In the run, after `done` of `work` units: the input reads and output writes due.
+    fn in_run(&mut self, done: u64, work: u64) -> Option<Step> {
+        let (n, o) = (self.input, self.output);
+        let due = Self::due(n, self.input_read, done, work);
+        Self::chunk(FileOp::Read, F_EXTRACTED, n, &mut self.read, due).or_else(|| {
+            let due = Self::due(o, self.output_write, done, work);
+            Self::chunk(FileOp::Write, F_OUTPUT, o, &mut self.written, due)
+        })
+    }
 }
 
 /// One PARSEC-shaped thread.
@@ -45,6 +145,7 @@ pub struct ParsecGen {
     hot_pages: u64,
     hot_share: f64,
     phases: u64,
+    files: FileWork,
 }
 
 impl ParsecGen {
@@ -75,6 +176,7 @@ impl ParsecGen {
             hot_pages,
             hot_share: cfg.hot_share,
             phases: cfg.phases as u64,
+            files: FileWork::new(cfg),
         }
     }
 
@@ -92,8 +194,14 @@ impl ParsecGen {
 
     pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
         if !self.started {
+            if let Some(step) = self.files.before_run() {
+                return step;
+            }
             self.started = true;
             return Step::RunStart;
+        }
+        if let Some(step) = self.files.in_run(self.done, self.total) {
+            return step;
         }
         if self.done >= self.total {
             return Step::Done;
@@ -264,6 +372,46 @@ mod tests {
             c
         })
         .unwrap()
+    }
+
+    /// The untar (archive read, extracted files written, chunk by chunk) precedes the run
+    /// start; the program reads its input at the start and writes its output at the end.
+    #[test]
+    fn file_io_brackets_the_run() {
+        let mut c = cfg(ParsecShape::Sweep);
+        c.input = Bytes::mib(3);
+        c.output = Bytes::mib(1);
+        let mut g = ParsecGen::new(&c);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut out = Vec::new();
+        let mut log = Vec::new();
+        loop {
+            out.clear();
+            match g.next(&mut rng, &mut out) {
+                Step::Done => break,
+                Step::File(io) => log.push((io.op, io.file, io.first, io.pages)),
+                Step::RunStart => log.push((FileOp::DropCaches, 99, 0, 0)),
+                _ => {}
+            }
+        }
+        use FileOp::*;
+        assert_eq!(
+            log,
+            vec![
+                (DropCaches, 0, 0, 0),
+                (Read, 0, 0, 256),
+                (Write, 1, 0, 256),
+                (Read, 0, 256, 256),
+                (Write, 1, 256, 256),
+                (Read, 0, 512, 256),
+                (Write, 1, 512, 256),
+                (DropCaches, 99, 0, 0),
+                (Read, 1, 0, 256),
+                (Read, 1, 256, 256),
+                (Read, 1, 512, 256),
+                (Write, 2, 0, 256),
+            ]
+        );
     }
 
     fn drain(g: &mut ParsecGen) -> Vec<u64> {

@@ -1066,6 +1066,8 @@ pub struct ThreadReport {
     pub run_bytes: u64,
     pub run_lines: u64,
     pub run_latency_ps: u128,
+    /// The harness's `memused.avg` over the thread's life from its `drop_caches`, bytes.
+    pub memused_avg_bytes: Option<f64>,
 }
 
 /// Results of one workload.
@@ -1122,6 +1124,11 @@ pub enum WorkloadResult {
         /// Whether the work finished within the simulation.
         complete: bool,
         accesses: u64,
+        /// `memused.avg` as damon-tests measures it: the increase of the system's used
+        /// memory over its value right after the harness's `drop_caches`, averaged over
+        /// the samples until the program exits (untar included). Absent without the drop.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        memused_avg_bytes: Option<f64>,
     },
     Hotregions {
         name: String,
@@ -1226,6 +1233,7 @@ pub fn results(
                     runtime_seconds: secs,
                     complete,
                     accesses: r.map_or(0, |r| r.run_accesses),
+                    memused_avg_bytes: r.and_then(|r| r.memused_avg_bytes),
                 });
             }
             WorkloadConfig::Hotregions(h) => {

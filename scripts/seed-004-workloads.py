@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Write the [[base.workloads]] of the seed-004 experiments from the per-workload facts below.
+
+The 24 PARSEC3 / SPLASH-2X programs of the DAMON_RECLAIM evaluation (RFC v3: 24 workloads,
+native inputs, one after another, caches dropped before each run). Per program:
+  runtime, RSS, RSS cut: DAMON v24's per-workload table (docs/workload-models.md §6: orig runtime,
+    rss.avg, and the RSS cut of its `prcl` runs, the share of the RSS idle for ≥ min_age);
+  shape: the heatmap shapes of docs/workload-models.md §6 where it names the program; otherwise
+    grow_then_cold with cold_frac = the RSS cut, or sweep when the cut is 0;
+  input / output: docs/seed-004-page-cache.md §2 (native input archive sizes, mostly inferred from
+    the smaller inputs' formats; its notes [a]..[q] give the derivation of each);
+  input_read / output_write: when the program reads its input and writes its output (§2's notes:
+    frame and image streams are read during the run; results are written at the end).
+
+Usage: scripts/seed-004-workloads.py full|reduced  (prints TOML to paste over the workloads).
+"""
+import sys
+
+# name, runtime s, RSS MiB, RSS cut %, shape, input MiB, input_read, output MiB, output_write, note
+W = [
+    ("parsec3/blackscholes", 140, 574, 57, None, 607, "start", 200, "end", "[a][b]"),
+    ("parsec3/bodytrack", 124, 32, 79, None, 614, "during", 0, "end", "[c][d]: 261 frames read in turn"),
+    ("parsec3/canneal", 207, 823, 0, "hot_sparse", 100, "start", 0, "end", "[e] weak"),
+    ("parsec3/dedup", 18, 1153, 52, None, 627, "during", 0, "end", "[f]; output size unknown"),
+    ("parsec3/facesim", 344, 305, 40, None, 0, "start", 0, "end", "[g]: input size unknown"),
+    ("parsec3/fluidanimate", 340, 519, 22, None, 17, "start", 17, "end", "[h]"),
+    ("parsec3/freqmine", 446, 540, 93, "grow_then_cold", 209, "start", 0, "end", "[i]"),
+    ("parsec3/raytrace", 184, 859, 67, "grow_then_cold", 396, "start", 0, "end", "[j]"),
+    ("parsec3/streamcluster", 600, 108, 1, "hot_sparse", 0, "start", 0, "end", "[k]: generated input"),
+    ("parsec3/swaptions", 220, 6, 36, None, 0, "start", 0, "end", "no input"),
+    ("parsec3/vips", 88, 31, 13, None, 1236, "during", 979, "during", "[l]"),
+    ("parsec3/x264", 111, 80, 0, "sweep", 1519, "during", 0, "end", "[m]: 512 frames read in turn"),
+    ("splash2x/barnes", 131, 1192, 44, None, 0, "start", 0, "end", "[n]: bodies generated in memory"),
+    ("splash2x/fft", 60, 9683, 9, "sweep", 0, "start", 0, "end", "no input"),
+    ("splash2x/lu_cb", 133, 499, 34, None, 0, "start", 0, "end", "no input"),
+    ("splash2x/lu_ncb", 150, 500, 21, None, 0, "start", 0, "end", "no input"),
+    ("splash2x/ocean_cp", 84, 3319, 0, "sweep", 0, "start", 0, "end", "no input"),
+    ("splash2x/ocean_ncp", 154, 3855, 0, "sweep", 0, "start", 0, "end", "no input"),
+    ("splash2x/radiosity", 144, 1440, 93, "grow_then_cold", 0, "start", 0, "end", "no input"),
+    ("splash2x/radix", 50, 2374, 0, "sweep", 0, "start", 0, "end", "no input"),
+    ("splash2x/raytrace", 133, 23, 76, "grow_then_cold", 4, "start", 0, "end", "[o]: at least car.geo"),
+    ("splash2x/volrend", 122, 43, 62, "grow_then_cold", 26, "start", 0, "end", "[p]; TIFF output size unknown"),
+    ("splash2x/water_nsquared", 371, 29, 55, "grow_then_cold", 0, "start", 0, "end", "[q]: ~0.1 MiB"),
+    ("splash2x/water_spatial", 133, 649, 61, "grow_then_cold", 0, "start", 0, "end", "[q]: ~0.1 MiB"),
+]
+
+
+def mib(x):
+    return f'"{int(x)}MiB"' if x == int(x) else f'"{round(x * 1024)}KiB"'
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "full"
+    reduced = mode == "reduced"
+    t = 0.0
+    out = []
+    for name, runtime, rss, cut, shape, inp, inp_read, outp, out_write, note in W:
+        if shape is None:
+            shape = "grow_then_cold" if cut > 0 else "sweep"
+        if reduced:
+            # Sizes / 8 (RSS at least 8 MiB and at most 1 GiB), 8 s of work, 1 s hot windows.
+            rss = min(max(rss / 8, 8), 1024)
+            inp, outp = inp / 8, outp / 8
+            runtime, window, phases = 8, "1s", 64
+        else:
+            window, phases = "5s", 10
+        rss = round(rss, 3)
+        inp, outp = round(inp, 3), round(outp, 3)
+        untar = inp * 256 * 5e-6  # archive read + extracted write, ~5 us per page
+        out.append(f"# {name}: runtime, RSS, cut from DAMON v24's table; input/output {note}")
+        out.append("[[base.workloads]]")
+        if shape == "grow_then_cold":
+            out.append(f"cold_frac = {cut / 100}")
+        out.append('cpu_per_access = "400ns"')
+        out.append(f'hot_window = "{window}"')
+        if inp:
+            out.append(f"input = {mib(inp)}")
+            if inp_read != "start":
+                out.append(f'input_read = "{inp_read}"')
+        out.append(f'name = "{name}"')
+        if outp:
+            out.append(f"output = {mib(outp)}")
+            if out_write != "end":
+                out.append(f'output_write = "{out_write}"')
+        out.append(f"phases = {phases}")
+        out.append(f"rss = {mib(rss)}")
+        out.append(f'runtime = "{runtime}s"')
+        out.append(f'shape = "{shape}"')
+        out.append(f'start = "{round(t)}s"')
+        out.append('type = "parsec"')
+        out.append("")
+        t += untar + runtime * 1.25 + (2 if reduced else 5)
+    print("\n".join(out))
+    print(f"# duration = \"{round(t)}s\"", file=sys.stderr)
+
+
+main()
