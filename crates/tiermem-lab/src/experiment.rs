@@ -828,7 +828,6 @@ pub fn note_missing_plots(dir: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
-
 /// The memory saving of a variant against the baseline, in percent. With workloads that
 /// report the harness's own `memused.avg` (damon-tests: from the `drop_caches` before each
 /// run to its end, docs/seed-004-page-cache.md §3), the mean over those workloads of each

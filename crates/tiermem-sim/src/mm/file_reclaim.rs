@@ -307,3 +307,125 @@ impl Kernel {
         res
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::filemap::{FileIo, FileOp};
+    use rand_core::SeedableRng;
+
+    /// A kernel on the `ddr5-cxl` preset (demotion off) and one process.
+    fn kernel() -> (Kernel, u16) {
+        let v = tiermem_core::presets::machine_value("ddr5-cxl").unwrap();
+        let m = tiermem_core::config::typed(v, "machine").unwrap();
+        let mut k = Kernel::new(
+            Topology::new(&m).unwrap(),
+            KernelConfig::default(),
+            Xoshiro256PlusPlus::seed_from_u64(1),
+        );
+        let p = k
+            .add_process(
+                "p".into(),
+                NodeId(0),
+                MemPolicy::default(),
+                vec![("heap".into(), 16, None)],
+            )
+            .unwrap();
+        (k, p)
+    }
+
+    fn io(op: FileOp, file: u8, pages: u32) -> FileIo {
+        FileIo {
+            op,
+            file,
+            file_pages: pages,
+            first: 0,
+            pages,
+        }
+    }
+
+    const NO: MayDeactivate = MayDeactivate {
+        anon: false,
+        file: false,
+    };
+
+    #[test]
+    fn without_swap_or_demotion_only_the_file_lists_are_scanned() {
+        let (mut k, p) = kernel();
+        k.file_io(p, &io(FileOp::Read, 0, 8192), NodeId(0), SimTime::ZERO)
+            .unwrap();
+        assert_eq!(k.scan_balance(0, DEF_PRIORITY, NO), ScanBalance::File);
+        let nr = k.get_scan_count(0, 1, NO);
+        assert_eq!((nr[0], nr[1]), (0, 0));
+        assert_eq!(nr[2], 4096, "inactive file >> 1");
+    }
+
+    #[test]
+    fn scan_fract_splits_by_swappiness_and_costs() {
+        let (mut k, _) = kernel();
+        let cfg = tiermem_core::config::SwapConfig {
+            capacity: tiermem_core::units::Bytes::gib(4),
+            read_latency: SimDuration::from_us(80),
+            write_bandwidth: tiermem_core::units::Bandwidth::from_gb_per_s(1.0),
+        };
+        k.swap = Some((cfg, swap::SwapArea::new(1 << 20)));
+        let may = MayDeactivate {
+            anon: false,
+            file: true,
+        };
+        // No costs yet: anon 60 × 1 / 1, file 140 × 1 / 1.
+        assert_eq!(
+            k.scan_balance(0, DEF_PRIORITY, may),
+            ScanBalance::Fract {
+                anon: 60,
+                file: 140
+            }
+        );
+        // Costly anon reclaim lowers the anon share (but not below a third of 60).
+        k.nodes[0].anon_cost = 1000;
+        let ScanBalance::Fract { anon, file } = k.scan_balance(0, DEF_PRIORITY, may) else {
+            panic!("not SCAN_FRACT")
+        };
+        assert_eq!((anon, file), (60 * 3001 / 2001, 140 * 3001 / 1001));
+        assert!(anon * 3 > 60 && file > 140);
+        assert_eq!(k.scan_balance(0, 0, may), ScanBalance::Equal);
+    }
+
+    #[test]
+    fn clean_folios_are_freed_and_dirty_ones_wait_for_writeback_at_the_inactive_tail() {
+        let (mut k, p) = kernel();
+        // File 0 read (clean), file 1 written (dirty): 64 pages each, all inactive.
+        k.file_io(p, &io(FileOp::Read, 0, 64), NodeId(0), SimTime::ZERO)
+            .unwrap();
+        k.file_io(p, &io(FileOp::Write, 1, 64), NodeId(0), SimTime::ZERO)
+            .unwrap();
+        let free = k.nodes[0].free;
+        let r = k.shrink_inactive_file_list(0, 128, Reclaimer::Kswapd);
+        assert_eq!((r.scanned, r.reclaimed), (128, 64));
+        assert_eq!(k.nodes[0].free, free + 64);
+        assert_eq!(
+            k.nodes[0].lru_len(Lru::ActiveFile),
+            64,
+            "dirty: PG_reclaim, activated"
+        );
+        assert_eq!(k.vmstat.total(Vm::PgstealFile), 64);
+        // Writeback rotates them to the inactive tail, where the next scan frees them.
+        k.wb_flush(SimTime::ZERO + SimDuration::from_secs(30));
+        assert_eq!(k.nodes[0].lru_len(Lru::InactiveFile), 64);
+        let r = k.shrink_inactive_file_list(0, 64, Reclaimer::Kswapd);
+        assert_eq!(r.reclaimed, 64);
+        assert_eq!(k.file_pages(), 0);
+    }
+
+    #[test]
+    fn note_cost_halves_both_costs_past_a_quarter_of_the_lists() {
+        let (mut k, p) = kernel();
+        k.file_io(p, &io(FileOp::Read, 0, 400), NodeId(0), SimTime::ZERO)
+            .unwrap();
+        k.lru_note_cost(0, true, 0, 90);
+        assert_eq!(k.nodes[0].file_cost, 90);
+        k.lru_note_cost(0, false, 1, 0);
+        // 90 + 32 = 122 > 400 / 4: both halve.
+        assert_eq!((k.nodes[0].file_cost, k.nodes[0].anon_cost), (45, 16));
+    }
+}

@@ -232,36 +232,41 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
         /// Against doubly linked lists held as plain vectors: every tail, length and list
-        /// membership agrees after any sequence of additions, unlinks and tail isolations,
-        /// through compactions (the slack is small in tests).
+        /// membership agrees after any sequence of additions at either end, unlinks and tail
+        /// isolations on the four lists, through compactions (the slack is small in tests).
         #[test]
-        fn queues_behave_as_linked_lists(ops in proptest::collection::vec((0u8..10, 0u32..200), 1..4000)) {
+        fn queues_behave_as_linked_lists(ops in proptest::collection::vec((0u8..12, 0u32..200), 1..4000)) {
             const FRAMES: u32 = 200;
             let mut n = NodeMem::new(Pages(FRAMES as u64));
             let pfns: Vec<u32> = (0..FRAMES).map(|i| n.take_frame(0, i)).collect();
             // Reference lists, oldest first.
-            let mut reference: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-            let lists = [Lru::InactiveAnon, Lru::ActiveAnon];
+            let mut reference: [Vec<u32>; 4] = Default::default();
+            let lists = [Lru::InactiveAnon, Lru::ActiveAnon, Lru::InactiveFile, Lru::ActiveFile];
             for (op, x) in ops {
                 let pfn = pfns[x as usize];
+                let l = (x % 4) as usize;
                 // Additions and unlinks outnumber tail isolations, so stale entries pile up
                 // behind the front and compactions happen.
                 match op {
                     0..=3 => {
-                        let l = (op % 2) as usize;
                         if n.lru_of(pfn).is_none() {
-                            n.lru_add(lists[l], pfn);
-                            reference[l].push(pfn);
+                            n.lru_add(lists[op as usize], pfn);
+                            reference[op as usize].push(pfn);
                         }
                     }
-                    4..=8 => {
+                    4 => {
+                        if n.lru_of(pfn).is_none() {
+                            n.lru_add_tail(lists[l], pfn);
+                            reference[l].insert(0, pfn);
+                        }
+                    }
+                    5..=9 => {
                         n.lru_del(pfn);
                         for r in &mut reference {
                             r.retain(|&p| p != pfn);
                         }
                     }
                     _ => {
-                        let l = (x % 2) as usize;
                         let tail = n.lru_tail(lists[l]);
                         prop_assert_eq!(tail, reference[l].first().copied());
                         if let Some(t) = tail {
@@ -270,12 +275,12 @@ mod tests {
                         }
                     }
                 }
-                for l in 0..2 {
+                for l in 0..4 {
                     prop_assert_eq!(n.lru_len(lists[l]), reference[l].len() as u64);
                 }
             }
             // Draining each list from its tail gives the reference order.
-            for l in 0..2 {
+            for l in 0..4 {
                 let mut drained = Vec::new();
                 while let Some(t) = n.lru_tail(lists[l]) {
                     n.lru_del(t);
