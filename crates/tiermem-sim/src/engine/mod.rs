@@ -916,12 +916,7 @@ impl Simulation {
                 th.win_active += cost.ps() + fill;
                 false
             }
-            Err(crate::mm::FaultError::OomKilled) => {
-                let th = &mut self.threads[ti];
-                th.state = ThreadState::Done;
-                th.run_end = Some(th.clock);
-                true
-            }
+            Err(crate::mm::FaultError::OomKilled) => self.oom_killed(ti),
         }
     }
 
@@ -943,13 +938,17 @@ impl Simulation {
                 th.win_active += r.cost.ps();
                 false
             }
-            Err(crate::mm::FaultError::OomKilled) => {
-                let th = &mut self.threads[ti];
-                th.state = ThreadState::Done;
-                th.run_end = Some(th.clock);
-                true
-            }
+            Err(crate::mm::FaultError::OomKilled) => self.oom_killed(ti),
         }
+    }
+
+    /// Thread `ti`'s process was killed by the OOM killer in its fault or system call: the
+    /// thread ends there. Returns true (the thread ended).
+    fn oom_killed(&mut self, ti: usize) -> bool {
+        let th = &mut self.threads[ti];
+        th.state = ThreadState::Done;
+        th.run_end = Some(th.clock);
+        true
     }
 
     /// Pages in use on all nodes (present − free, the zram pool included).

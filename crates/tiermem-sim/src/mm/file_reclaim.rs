@@ -228,24 +228,11 @@ impl Kernel {
         }
     }
 
-    /// Take up to `nr` frames off the tail of `list`.
-    fn isolate_file_folios(&mut self, n: usize, list: Lru, nr: u64) -> Vec<u32> {
-        let mut isolated = Vec::with_capacity(nr as usize);
-        while (isolated.len() as u64) < nr {
-            let Some(pfn) = self.nodes[n].lru_tail(list) else {
-                break;
-            };
-            self.nodes[n].lru_del(pfn);
-            isolated.push(pfn);
-        }
-        isolated
-    }
-
     /// `shrink_active_list` of the file list: an unmapped folio has no referencing PTE, so
     /// every one goes inactive (only referenced `VM_EXEC` folios stay), keeping
     /// `PG_referenced`.
     fn shrink_active_file_list(&mut self, n: usize, nr: u64) -> SimDuration {
-        let isolated = self.isolate_file_folios(n, Lru::ActiveFile, nr);
+        let isolated = self.isolate_lru_folios(n, Lru::ActiveFile, nr);
         let scanned = isolated.len() as u64;
         for pfn in isolated {
             self.nodes[n].lru_add(Lru::InactiveFile, pfn);
@@ -269,28 +256,13 @@ impl Kernel {
         who: Reclaimer,
     ) -> ReclaimResult {
         let mut res = ReclaimResult::default();
-        let isolated = self.isolate_file_folios(n, Lru::InactiveFile, nr);
+        let isolated = self.isolate_lru_folios(n, Lru::InactiveFile, nr);
         res.scanned = isolated.len() as u64;
         for &pfn in &isolated {
             self.nodes[n].frames[pfn as usize].flags &= !F_REFERENCED;
         }
-        let (scan_ev, steal_ev, demote_ev) = match who {
-            Reclaimer::Kswapd => (Vm::PgscanKswapd, Vm::PgstealKswapd, Vm::PgdemoteKswapd),
-            Reclaimer::Direct { .. } => (Vm::PgscanDirect, Vm::PgstealDirect, Vm::PgdemoteDirect),
-        };
-        self.vmstat.add(n, scan_ev, res.scanned);
-        self.vmstat.add(n, Vm::PgscanFile, res.scanned);
-        res.cost += SimDuration(self.cfg.costs.reclaim_scan_page.0 * res.scanned);
-        let mut failed = Vec::new();
-        if self.can_demote(n) && !isolated.is_empty() {
-            let (demoted, cost) = self.demote_folio_list(n, &isolated, &mut failed);
-            res.reclaimed += demoted;
-            res.cost += cost;
-            self.vmstat.add(n, demote_ev, demoted);
-        } else {
-            failed = isolated;
-        }
-        for pfn in failed {
+        self.count_scan(n, who, true, &mut res);
+        for pfn in self.demote_or_keep(n, who, isolated, &mut res) {
             let f = &mut self.nodes[n].frames[pfn as usize];
             if f.flags & F_DIRTY != 0 {
                 f.flags |= F_RECLAIM;
@@ -301,8 +273,7 @@ impl Kernel {
                 res.reclaimed += 1;
             }
         }
-        self.vmstat.add(n, steal_ev, res.reclaimed);
-        self.vmstat.add(n, Vm::PgstealFile, res.reclaimed);
+        self.count_steal(n, who, true, res.reclaimed);
         self.lru_note_cost(n, true, 0, res.scanned - res.reclaimed);
         res
     }
@@ -311,38 +282,9 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mm::filemap::{FileIo, FileOp};
-    use rand_core::SeedableRng;
+    use crate::mm::filemap::FileOp;
 
-    /// A kernel on the `ddr5-cxl` preset (demotion off) and one process.
-    fn kernel() -> (Kernel, u16) {
-        let v = tiermem_core::presets::machine_value("ddr5-cxl").unwrap();
-        let m = tiermem_core::config::typed(v, "machine").unwrap();
-        let mut k = Kernel::new(
-            Topology::new(&m).unwrap(),
-            KernelConfig::default(),
-            Xoshiro256PlusPlus::seed_from_u64(1),
-        );
-        let p = k
-            .add_process(
-                "p".into(),
-                NodeId(0),
-                MemPolicy::default(),
-                vec![("heap".into(), 16, None)],
-            )
-            .unwrap();
-        (k, p)
-    }
-
-    fn io(op: FileOp, file: u8, pages: u32) -> FileIo {
-        FileIo {
-            op,
-            file,
-            file_pages: pages,
-            first: 0,
-            pages,
-        }
-    }
+    use crate::mm::filemap::tests::{io, kernel};
 
     const NO: MayDeactivate = MayDeactivate {
         anon: false,
@@ -352,7 +294,7 @@ mod tests {
     #[test]
     fn without_swap_or_demotion_only_the_file_lists_are_scanned() {
         let (mut k, p) = kernel();
-        k.file_io(p, &io(FileOp::Read, 0, 8192), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Read, 0, 0, 8192), NodeId(0), SimTime::ZERO)
             .unwrap();
         assert_eq!(k.scan_balance(0, DEF_PRIORITY, NO), ScanBalance::File);
         let nr = k.get_scan_count(0, 1, NO);
@@ -395,9 +337,9 @@ mod tests {
     fn clean_folios_are_freed_and_dirty_ones_wait_for_writeback_at_the_inactive_tail() {
         let (mut k, p) = kernel();
         // File 0 read (clean), file 1 written (dirty): 64 pages each, all inactive.
-        k.file_io(p, &io(FileOp::Read, 0, 64), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Read, 0, 0, 64), NodeId(0), SimTime::ZERO)
             .unwrap();
-        k.file_io(p, &io(FileOp::Write, 1, 64), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Write, 1, 0, 64), NodeId(0), SimTime::ZERO)
             .unwrap();
         let free = k.nodes[0].free;
         let r = k.shrink_inactive_file_list(0, 128, Reclaimer::Kswapd);
@@ -420,7 +362,7 @@ mod tests {
     #[test]
     fn note_cost_halves_both_costs_past_a_quarter_of_the_lists() {
         let (mut k, p) = kernel();
-        k.file_io(p, &io(FileOp::Read, 0, 400), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Read, 0, 0, 400), NodeId(0), SimTime::ZERO)
             .unwrap();
         k.lru_note_cost(0, true, 0, 90);
         assert_eq!(k.nodes[0].file_cost, 90);

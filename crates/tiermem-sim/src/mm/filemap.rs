@@ -168,16 +168,11 @@ impl Kernel {
     ) -> Result<FileIoResult, FaultError> {
         let mut res = FileIoResult::default();
         for idx in range {
-            let e = self.page_cache.entries[idx as usize];
-            let (n, pfn) = if e & PTE_PRESENT != 0 {
-                (pte_node(e), pte_pfn(e))
-            } else {
-                let (n, pfn, reclaim) = self.filemap_alloc_folio(p, idx, cpu_node, now)?;
-                self.filemap_add_folio(idx, n, pfn, e, true);
+            let (n, pfn, created) = self.find_or_create_folio(p, idx, true, cpu_node, now)?;
+            if let Some(reclaim) = created {
                 res.misses += 1;
                 res.cost += reclaim + self.cfg.costs.file_read_page;
-                (n, pfn)
-            };
+            }
             self.folio_mark_accessed(n, pfn);
             res.cost += self.cfg.costs.file_copy_page;
         }
@@ -199,15 +194,8 @@ impl Kernel {
     ) -> Result<FileIoResult, FaultError> {
         let mut res = FileIoResult::default();
         for idx in range {
-            let e = self.page_cache.entries[idx as usize];
-            let (n, pfn) = if e & PTE_PRESENT != 0 {
-                (pte_node(e), pte_pfn(e))
-            } else {
-                let (n, pfn, reclaim) = self.filemap_alloc_folio(p, idx, cpu_node, now)?;
-                self.filemap_add_folio(idx, n, pfn, e, false);
-                res.cost += reclaim;
-                (n, pfn)
-            };
+            let (n, pfn, created) = self.find_or_create_folio(p, idx, false, cpu_node, now)?;
+            res.cost += created.unwrap_or(SimDuration::ZERO);
             let f = &mut self.nodes[n].frames[pfn as usize];
             f.flags &= !(F_IDLE | F_RECLAIM);
             if f.flags & F_DIRTY == 0 {
@@ -219,6 +207,26 @@ impl Kernel {
         let f = &mut self.page_cache.files[file];
         f.dirtied_when.get_or_insert(now);
         Ok(res)
+    }
+
+    /// The folio at entry `idx`, or a new one there (`filemap_alloc_folio` then
+    /// `filemap_add_folio`, which tests a read's shadow for a refault): its node and frame,
+    /// and for a new one the time spent in direct reclaim.
+    fn find_or_create_folio(
+        &mut self,
+        p: u16,
+        idx: u32,
+        read: bool,
+        cpu_node: NodeId,
+        now: SimTime,
+    ) -> Result<(usize, u32, Option<SimDuration>), FaultError> {
+        let e = self.page_cache.entries[idx as usize];
+        if e & PTE_PRESENT != 0 {
+            return Ok((pte_node(e), pte_pfn(e), None));
+        }
+        let (n, pfn, reclaim) = self.filemap_alloc_folio(p, idx, cpu_node, now)?;
+        self.filemap_add_folio(idx, n, pfn, e, read);
+        Ok((n, pfn, Some(reclaim)))
     }
 
     /// `filemap_alloc_folio`: a page by the task's policy (`alloc_pages` in process
@@ -399,11 +407,12 @@ impl Kernel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use rand_core::SeedableRng;
 
-    fn kernel() -> (Kernel, u16) {
+    /// A kernel on the `ddr5-cxl` preset (demotion off) and one process.
+    pub(in crate::mm) fn kernel() -> (Kernel, u16) {
         let v = tiermem_core::presets::machine_value("ddr5-cxl").unwrap();
         let m = tiermem_core::config::typed(v, "machine").unwrap();
         let mut k = Kernel::new(
@@ -422,11 +431,12 @@ mod tests {
         (k, p)
     }
 
-    fn io(op: FileOp, first: u32, pages: u32) -> FileIo {
+    /// `pages` pages of file `file` (as long as its end, at least 64 pages) from `first`.
+    pub(in crate::mm) fn io(op: FileOp, file: u8, first: u32, pages: u32) -> FileIo {
         FileIo {
             op,
-            file: 0,
-            file_pages: 64,
+            file,
+            file_pages: (first + pages).max(64),
             first,
             pages,
         }
@@ -442,14 +452,14 @@ mod tests {
     fn first_read_is_inactive_referenced_and_second_activates() {
         let (mut k, p) = kernel();
         let r = k
-            .file_io(p, &io(FileOp::Read, 0, 4), NodeId(0), SimTime::ZERO)
+            .file_io(p, &io(FileOp::Read, 0, 0, 4), NodeId(0), SimTime::ZERO)
             .unwrap();
         assert_eq!(r.misses, 4);
         let (n, pfn) = frame(&k, 2);
         assert_eq!(k.nodes[n].lru_of(pfn), Some(Lru::InactiveFile));
         assert!(k.nodes[n].frames[pfn as usize].flags & F_REFERENCED != 0);
         let r = k
-            .file_io(p, &io(FileOp::Read, 2, 1), NodeId(0), SimTime::ZERO)
+            .file_io(p, &io(FileOp::Read, 0, 2, 1), NodeId(0), SimTime::ZERO)
             .unwrap();
         assert_eq!(r.misses, 0);
         assert_eq!(k.nodes[n].lru_of(pfn), Some(Lru::ActiveFile));
@@ -460,7 +470,7 @@ mod tests {
     #[test]
     fn writes_dirty_without_marking_and_the_flusher_cleans_expired_inodes() {
         let (mut k, p) = kernel();
-        k.file_io(p, &io(FileOp::Write, 0, 8), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Write, 0, 0, 8), NodeId(0), SimTime::ZERO)
             .unwrap();
         let (n, pfn) = frame(&k, 0);
         let fl = k.nodes[n].frames[pfn as usize].flags;
@@ -479,18 +489,23 @@ mod tests {
     #[test]
     fn drop_caches_frees_everything_and_a_later_read_misses() {
         let (mut k, p) = kernel();
-        k.file_io(p, &io(FileOp::Write, 0, 8), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Write, 0, 0, 8), NodeId(0), SimTime::ZERO)
             .unwrap();
-        k.file_io(p, &io(FileOp::Read, 8, 8), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Read, 0, 8, 8), NodeId(0), SimTime::ZERO)
             .unwrap();
         let free = k.nodes[0].free;
-        k.file_io(p, &io(FileOp::DropCaches, 0, 0), NodeId(0), SimTime::ZERO)
-            .unwrap();
+        k.file_io(
+            p,
+            &io(FileOp::DropCaches, 0, 0, 0),
+            NodeId(0),
+            SimTime::ZERO,
+        )
+        .unwrap();
         assert_eq!(k.file_pages(), 0);
         assert_eq!(k.file_dirty_pages(), 0);
         assert_eq!(k.nodes[0].free, free + 16);
         let r = k
-            .file_io(p, &io(FileOp::Read, 0, 16), NodeId(0), SimTime::ZERO)
+            .file_io(p, &io(FileOp::Read, 0, 0, 16), NodeId(0), SimTime::ZERO)
             .unwrap();
         assert_eq!(r.misses, 16);
         assert_eq!(k.vmstat.total(Vm::WorkingsetRefaultFile), 0, "no shadows");
@@ -499,15 +514,15 @@ mod tests {
     #[test]
     fn an_evicted_page_refaults_active_when_recent() {
         let (mut k, p) = kernel();
-        k.file_io(p, &io(FileOp::Read, 0, 4), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Read, 0, 0, 4), NodeId(0), SimTime::ZERO)
             .unwrap();
         // Activate page 1 so the active file list is not empty, then evict page 0.
-        k.file_io(p, &io(FileOp::Read, 1, 1), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Read, 0, 1, 1), NodeId(0), SimTime::ZERO)
             .unwrap();
         let (n, pfn) = frame(&k, 0);
         k.nodes[n].lru_del(pfn);
         k.remove_mapping(n, pfn, true);
-        k.file_io(p, &io(FileOp::Read, 0, 1), NodeId(0), SimTime::ZERO)
+        k.file_io(p, &io(FileOp::Read, 0, 0, 1), NodeId(0), SimTime::ZERO)
             .unwrap();
         let (n, pfn) = frame(&k, 0);
         assert_eq!(k.nodes[n].lru_of(pfn), Some(Lru::ActiveFile));

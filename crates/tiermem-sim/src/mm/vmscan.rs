@@ -24,6 +24,16 @@ pub enum Reclaimer {
     },
 }
 
+impl Reclaimer {
+    /// Its `pgscan_*`, `pgsteal_*` and `pgdemote_*` counters.
+    fn events(self) -> (Vm, Vm, Vm) {
+        match self {
+            Reclaimer::Kswapd => (Vm::PgscanKswapd, Vm::PgstealKswapd, Vm::PgdemoteKswapd),
+            Reclaimer::Direct { .. } => (Vm::PgscanDirect, Vm::PgstealDirect, Vm::PgdemoteDirect),
+        }
+    }
+}
+
 /// kswapd's state for one node: a time-sliced `balance_pgdat`.
 #[derive(Clone, Debug)]
 pub struct Kswapd {
@@ -334,7 +344,7 @@ impl Kernel {
     /// decisions is not scanned twice in one batch, even on a list shorter than `nr`).
     /// What `folio_referenced` will read of each (its PTE, and a lazily read page's
     /// distribution and stamp) starts loading now, so the batch's cache misses overlap.
-    fn isolate_lru_folios(&mut self, n: usize, list: Lru, nr: u64) -> Vec<u32> {
+    pub(super) fn isolate_lru_folios(&mut self, n: usize, list: Lru, nr: u64) -> Vec<u32> {
         let mut isolated = Vec::with_capacity(nr as usize);
         while (isolated.len() as u64) < nr {
             let Some(pfn) = self.nodes[n].lru_tail(list) else {
@@ -342,7 +352,7 @@ impl Kernel {
             };
             self.nodes[n].lru_del(pfn);
             let f = self.nodes[n].frames[pfn as usize];
-            if f.owner != OWNER_KSM {
+            if f.owner != OWNER_KSM && f.owner != OWNER_FILE {
                 self.prefetch_young(f.owner as usize, f.vpn);
             }
             isolated.push(pfn);
@@ -398,23 +408,8 @@ impl Kernel {
                 to_reclaim.push(pfn);
             }
         }
-        let (scan_ev, steal_ev, demote_ev) = match who {
-            Reclaimer::Kswapd => (Vm::PgscanKswapd, Vm::PgstealKswapd, Vm::PgdemoteKswapd),
-            Reclaimer::Direct { .. } => (Vm::PgscanDirect, Vm::PgstealDirect, Vm::PgdemoteDirect),
-        };
-        self.vmstat.add(n, scan_ev, res.scanned);
-        self.vmstat.add(n, Vm::PgscanAnon, res.scanned);
-        res.cost += SimDuration(self.cfg.costs.reclaim_scan_page.0 * res.scanned);
-
-        let mut failed = Vec::new();
-        if self.can_demote(n) && !to_reclaim.is_empty() {
-            let (demoted, cost) = self.demote_folio_list(n, &to_reclaim, &mut failed);
-            res.reclaimed += demoted;
-            res.cost += cost;
-            self.vmstat.add(n, demote_ev, demoted);
-        } else {
-            failed = to_reclaim;
-        }
+        self.count_scan(n, who, false, &mut res);
+        let failed = self.demote_or_keep(n, who, to_reclaim, &mut res);
         // Second pass without demotion: swap out or activate.
         let mut swapped = 0;
         for pfn in failed {
@@ -430,10 +425,57 @@ impl Kernel {
                 }
             }
         }
-        self.vmstat.add(n, steal_ev, res.reclaimed);
-        self.vmstat.add(n, Vm::PgstealAnon, res.reclaimed);
+        self.count_steal(n, who, false, res.reclaimed);
         self.lru_note_cost(n, false, swapped, res.scanned - res.reclaimed);
         res
+    }
+
+    /// Count a batch's scanned pages (`pgscan_kswapd` / `pgscan_direct` and `pgscan_anon` /
+    /// `pgscan_file`) and charge their scan.
+    pub(super) fn count_scan(
+        &mut self,
+        n: usize,
+        who: Reclaimer,
+        file: bool,
+        res: &mut ReclaimResult,
+    ) {
+        let (scan, _, _) = who.events();
+        self.vmstat.add(n, scan, res.scanned);
+        let by_type = if file { Vm::PgscanFile } else { Vm::PgscanAnon };
+        self.vmstat.add(n, by_type, res.scanned);
+        res.cost += SimDuration(self.cfg.costs.reclaim_scan_page.0 * res.scanned);
+    }
+
+    /// Count a batch's reclaimed pages (`pgsteal_*`, demoted ones included).
+    pub(super) fn count_steal(&mut self, n: usize, who: Reclaimer, file: bool, reclaimed: u64) {
+        let (_, steal, _) = who.events();
+        self.vmstat.add(n, steal, reclaimed);
+        let by_type = if file {
+            Vm::PgstealFile
+        } else {
+            Vm::PgstealAnon
+        };
+        self.vmstat.add(n, by_type, reclaimed);
+    }
+
+    /// `shrink_folio_list`'s demotion of the pages it chose to reclaim, when demotion is
+    /// possible; returns those left for the pass without demotion.
+    pub(super) fn demote_or_keep(
+        &mut self,
+        n: usize,
+        who: Reclaimer,
+        to_reclaim: Vec<u32>,
+        res: &mut ReclaimResult,
+    ) -> Vec<u32> {
+        if !self.can_demote(n) || to_reclaim.is_empty() {
+            return to_reclaim;
+        }
+        let mut failed = Vec::new();
+        let (demoted, cost) = self.demote_folio_list(n, &to_reclaim, &mut failed);
+        res.reclaimed += demoted;
+        res.cost += cost;
+        self.vmstat.add(n, who.events().2, demoted);
+        failed
     }
 
     /// `next_demotion_node`: a random node of the preferred set.
