@@ -58,10 +58,11 @@ def main():
         if shape is None:
             shape = "grow_then_cold" if cut > 0 else "sweep"
         if reduced:
-            # Sizes / 8 (RSS at least 8 MiB and at most 1 GiB), 8 s of work, 1 s hot windows.
+            # Sizes and times / 8: RSS at least 8 MiB and at most 1 GiB, at least 4 s of
+            # work, hot windows 625 ms (min_age is 625 ms in the variants).
             rss = min(max(rss / 8, 8), 1024)
             inp, outp = inp / 8, outp / 8
-            runtime, window, phases = 8, "1s", 64
+            runtime, window, phases = max(round(runtime / 8, 1), 4), "625ms", 10
         else:
             window, phases = "5s", 10
         rss = round(rss, 3)
