@@ -266,6 +266,8 @@ class KernelCosts(_Table):
     numa_pte_update: Optional[Duration] = None
     numa_hint_fault: Optional[Duration] = None
     task_wakeup: Optional[Duration] = None
+    file_read_page: Optional[Duration] = None
+    file_copy_page: Optional[Duration] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
