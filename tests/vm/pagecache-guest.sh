@@ -43,18 +43,32 @@ drop; snap drop1k
 pcread read /mnt/f64 1024 >/dev/null; snap read1k-1
 pcread read /mnt/f64 1024 >/dev/null; snap read1k-2
 
-# 2. Write 64 MiB (no sync), sample every second for 45 s.
-drop; snap drop2
-t0=$(up); dd if=/dev/zero of=/mnt/w64 bs=1M count=64 2>/dev/null; t1=$(up)
-echo "PC write start=$t0 end=$t1"
-snap write
-i=0
-while [ $i -lt 45 ]; do
-  sleep 1
-  echo "PC dirty t=$(up) $(awk '/^(Dirty|Writeback|Active\(file\)|Inactive\(file\)):/ {sub(":","",$1); printf "%s=%s ", $1, $2}' /proc/meminfo)"
-  i=$((i+1))
-done
-snap after-writeback
+# 2. Write 64 MiB (no sync), sample every second for 45 s; then 16 MiB more into a new file
+# (the disk now has a writeout history). The writeback tracepoints say who wrote what:
+# writeback_start (reason: background / periodic), writeback_single_inode (age = seconds since
+# the inode's dirtied_when, wrote = pages).
+T=/sys/kernel/tracing
+mount -t tracefs nodev $T 2>/dev/null
+echo 4096 > $T/buffer_size_kb
+for e in writeback_start writeback_single_inode; do echo 1 > $T/events/writeback/$e/enable; done
+write_run() { # write_run NAME MIB
+  drop; snap "drop-$1"
+  echo > $T/trace
+  t0=$(up); dd if=/dev/zero of=/mnt/$1 bs=1M count=$2 2>/dev/null; t1=$(up)
+  echo "PC write $1 start=$t0 end=$t1 ino=$(ls -i /mnt/$1 | awk '{print $1}')"
+  snap "write-$1"
+  i=0
+  while [ $i -lt 45 ]; do
+    sleep 1
+    echo "PC dirty $1 t=$(up) $(awk '/^(Dirty|Writeback|Active\(file\)|Inactive\(file\)):/ {sub(":","",$1); printf "%s=%s ", $1, $2}' /proc/meminfo)"
+    i=$((i+1))
+  done
+  snap "after-writeback-$1"
+  grep -v '^#' $T/trace | sed 's/^ */PC trace /'
+}
+write_run w64 64
+write_run w16 16
+for e in writeback_start writeback_single_inode; do echo 0 > $T/events/writeback/$e/enable; done
 
 # 3. DAMON paddr pageout, min age 1 s, 10 ms per 1000 ms. Variant "file": the monitoring
 # region is the physical span of the file-LRU pages after the read; "ram": the largest
@@ -68,15 +82,15 @@ ramrange() {
   done
   echo "$bs $be"
 }
-damon_run() { # damon_run file|ram
+damon_run() { # damon_run file|ram|ram-nofile (the control: no file read, nothing to drop)
   drop
-  dd if=/mnt/f128 of=/dev/null bs=1M 2>/dev/null
+  [ $1 = ram-nofile ] || dd if=/mnt/f128 of=/dev/null bs=1M 2>/dev/null
   snap "damon-$1-before"
   if [ $1 = file ]; then
     r=$(pcread filerange); echo "PC $1 $r"
     set -- file $(echo "$r" | sed -n 's/.*start=\([0-9]*\).*/\1/p') $(echo "$r" | sed -n 's/.*end=\([0-9]*\).*/\1/p')
   else
-    set -- ram $(ramrange)
+    set -- $1 $(ramrange)
   fi
   echo 1 > $A/kdamonds/nr_kdamonds
   K=$A/kdamonds/0
@@ -115,5 +129,6 @@ damon_run() { # damon_run file|ram
 }
 damon_run file
 damon_run ram
+damon_run ram-nofile
 echo "PC-DONE"
 poweroff -f

@@ -2,13 +2,15 @@
 # Check page-cache facts of docs/page-cache-kernel.md on a running kernel: boot Debian's 6.12
 # kernel under QEMU (TCG) with a virtio ext4 disk and run tests/vm/pagecache-guest.sh as /init:
 #   1. LRU placement of a 64 MiB file read once and twice (1 MiB and 1 KiB reads),
-#   2. when the dirty pages of a 64 MiB write (no sync) are written back (sampled each second),
-#   3. DAMON paddr pageout of idle page cache under a 10 ms / 1000 ms time quota.
+#   2. when the dirty pages of a 64 MiB, then a 16 MiB write (no sync) are written back
+#      (sampled each second, with the writeback tracepoints),
+#   3. DAMON paddr pageout of idle page cache under a 10 ms / 1000 ms time quota (plus a
+#      control run with no page cache to drop, for the kdamond CPU time per dropped page).
 # The same CPU loops run in the guest and on the host for TCG's slowdown.
 # Results: docs/recordings/page-cache-vm.md. The console log goes to $CACHE/pagecache-console.log,
 # the lines the report uses (prefix "PC") to stdout.
 #
-# Usage: tests/vm/pagecache-record.sh        (about 4 minutes of one host CPU)
+# Usage: tests/vm/pagecache-record.sh        (about 3 minutes: the guest runs ~175 s on one host CPU)
 # Needs qemu-system-x86, busybox-static, cpio, gcc, e2fsprogs (mkfs.ext4 -d), xz.
 # Env: TIERMEM_VM_CACHE (default target/vm), PC_SMP (guest CPUs, default 1), PC_MEM (default 1G).
 set -euo pipefail

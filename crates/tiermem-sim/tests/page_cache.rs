@@ -6,9 +6,14 @@ use tiermem_core::units::PAGE_SIZE;
 use tiermem_sim::engine::Simulation;
 use tiermem_sim::workload::WorkloadResult;
 
+/// Run a config; the kernel's invariants (page-cache entries and frames included) hold at
+/// the end.
 fn run(text: &str) -> tiermem_sim::engine::SimResult {
     let cfg = SimConfig::from_toml_str(text, "test.toml").unwrap();
-    Simulation::new(&cfg).unwrap().run(&mut |_| {}).unwrap()
+    let mut s = Simulation::new(&cfg).unwrap();
+    let r = s.run(&mut |_| {}).unwrap();
+    s.kernel.check_invariants().unwrap();
+    r
 }
 
 /// One 512 MiB node without swap; a program whose input archive (untarred: 2 × 384 MiB of
@@ -95,7 +100,11 @@ fn damon_reclaim_drops_idle_page_cache() {
         _ => panic!("not a parsec result"),
     };
     let (ua, ub) = (used(&a), used(&b));
-    let dropped = b.summary.vmstat["pgsteal_file"];
+    // DAMON's pageout counts no pgsteal (reclaim_folio_list); its scheme counts the bytes
+    // (a few anonymous pages among them).
+    let applied = b.summary.damon[0].schemes[0].stats.sz_applied;
+    assert_eq!(b.summary.vmstat["pgsteal_file"], 0);
+    let dropped = applied / PAGE_SIZE;
     println!(
         "memused {:.0} → {:.0} MiB, page cache dropped {} MiB",
         ua / 1048576.0,
@@ -104,10 +113,9 @@ fn damon_reclaim_drops_idle_page_cache() {
     );
     // The 512 MiB of page cache (archive and extracted copy) is 94 % of the memory.
     assert!(ua > 400.0 * 1048576.0);
-    assert_eq!(
-        dropped * PAGE_SIZE,
-        256 << 20,
-        "the archive, not the dirty copy"
+    assert!(
+        (256 << 20..(256 + 32) << 20).contains(&(dropped * PAGE_SIZE)),
+        "the archive, not the dirty copy: {dropped} pages"
     );
     assert!(ub < 0.7 * ua);
 }

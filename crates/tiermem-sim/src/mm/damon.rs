@@ -188,20 +188,26 @@ impl SimOps<'_> {
         }
     }
 
-    /// Clear the accessed bit of the PTE that maps a frame (a page-cache folio has none).
+    /// Clear the accessed bits of the PTEs that map a frame (a page-cache folio has none).
     fn clear_young_of(&mut self, n: usize, pfn: u32) {
+        self.test_and_clear_young_of(n, pfn);
+    }
+
+    /// Test and clear the accessed bits of the PTEs that map a frame: its process's PTE, a
+    /// KSM page's every mapping (`rmap_walk_ksm`), none for a page-cache folio.
+    fn test_and_clear_young_of(&mut self, n: usize, pfn: u32) -> bool {
         let f = self.kernel.nodes[n].frames[pfn as usize];
-        if f.owner != OWNER_FILE {
-            self.kernel.clear_young(f.owner as usize, f.vpn);
+        match f.owner {
+            OWNER_FILE => false,
+            OWNER_KSM => self.kernel.ksm_folio_referenced(f.vpn) > 0,
+            p => self.kernel.test_and_clear_young(p as usize, f.vpn),
         }
     }
 
     /// `damon_folio_mkold`: `damon_ptep_mkold` on the mapping (which leaves `PG_young`
     /// when the PTE was young) and `folio_set_idle`; an unmapped folio only gets `PG_idle`.
     fn mkold(&mut self, n: usize, pfn: u32) {
-        let f = self.kernel.nodes[n].frames[pfn as usize];
-        let was_young =
-            f.owner != OWNER_FILE && self.kernel.test_and_clear_young(f.owner as usize, f.vpn);
+        let was_young = self.test_and_clear_young_of(n, pfn);
         let fl = &mut self.kernel.nodes[n].frames[pfn as usize].flags;
         if was_young {
             *fl |= F_YOUNG;
@@ -209,11 +215,12 @@ impl SimOps<'_> {
         *fl |= F_IDLE;
     }
 
-    /// `damon_folio_young`: PTE young or no longer idle; an unmapped folio: not idle.
+    /// `damon_folio_young`: PTE young or no longer idle; an unmapped folio: not idle. A KSM
+    /// page's mappings are not tested without clearing them, so its `PG_idle` alone counts.
     fn young(&mut self, n: usize, pfn: u32) -> bool {
         let f = self.kernel.nodes[n].frames[pfn as usize];
         f.flags & F_IDLE == 0
-            || f.owner != OWNER_FILE && self.kernel.pte_young(f.owner as usize, f.vpn)
+            || f.owner < OWNER_FILE && self.kernel.pte_young(f.owner as usize, f.vpn)
     }
 
     /// Whether a frame has a filter's property (the young filter checks and clears).
@@ -361,8 +368,8 @@ impl SimOps<'_> {
             self.kernel.vmstat.inc(n, Vm::Pgactivate);
             return None;
         }
+        // reclaim_folio_list counts no pgsteal.
         self.kernel.remove_mapping(n, pfn, true);
-        self.kernel.vmstat.inc(n, Vm::PgstealFile);
         Some(self.kernel.cfg.costs.reclaim_scan_page)
     }
 

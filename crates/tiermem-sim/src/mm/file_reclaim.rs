@@ -10,8 +10,11 @@
 //!
 //! Left out (stated in the module doc of [`super::filemap`] too): kswapd's `pageout()` of
 //! dirty page cache (the second meeting with `PG_reclaim` on a node flagged `PGDAT_DIRTY`):
-//! dirty folios are activated with `PG_reclaim` and wait for the flusher; `PG_writeback`
-//! stalls; `no_cache_trim_mode`; memcg protection; `VM_EXEC` rotation (no mapped files).
+//! dirty folios are activated with `PG_reclaim` and wait for the flusher, which a batch of
+//! nothing but dirty folios wakes (`wakeup_flusher_threads`); `PG_writeback` stalls;
+//! `no_cache_trim_mode` and the `force_deactivate` retry; memcg protection; `VM_EXEC`
+//! rotation (no mapped files). `snapshot_refaults` runs when kswapd goes to sleep, not at
+//! the end of every `balance_pgdat` sweep.
 
 use super::vmscan::{Reclaimer, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use super::*;
@@ -150,6 +153,17 @@ impl Kernel {
         priority: u8,
         who: Reclaimer,
     ) -> ReclaimResult {
+        // kswapd_shrink_node asks for Σ max(high watermark, SWAP_CLUSTER_MAX) over the
+        // zones in one call per priority; the time-sliced kswapd's batch target would end the
+        // proportional scan after its first batch.
+        let nr_to_reclaim = match who {
+            Reclaimer::Kswapd => self.nodes[n]
+                .zones
+                .iter()
+                .map(|z| z.wmark.high.max(SWAP_CLUSTER_MAX))
+                .sum(),
+            Reclaimer::Direct { .. } => nr_to_reclaim,
+        };
         let may = self.may_deactivate(n);
         let targets = self.get_scan_count(n, priority, may);
         let mut nr = targets;
@@ -239,7 +253,7 @@ impl Kernel {
         }
         self.vmstat.add(n, Vm::Pgdeactivate, scanned);
         self.vmstat.add(n, Vm::Pgrefill, scanned);
-        self.lru_note_cost(n, true, 0, 0);
+        // Nothing rotates (no VM_EXEC folios), so no lru_note_cost.
         SimDuration(self.cfg.costs.reclaim_scan_page.0 * scanned)
     }
 
@@ -261,11 +275,18 @@ impl Kernel {
         for &pfn in &isolated {
             self.nodes[n].frames[pfn as usize].flags &= !F_REFERENCED;
         }
+        if res.scanned == 0 {
+            return res;
+        }
         self.count_scan(n, who, true, &mut res);
+        let mut dirty = 0;
         for pfn in self.demote_or_keep(n, who, isolated, &mut res) {
             let f = &mut self.nodes[n].frames[pfn as usize];
             if f.flags & F_DIRTY != 0 {
                 f.flags |= F_RECLAIM;
+                dirty += 1;
+                // move_folios_to_lru ages nonresident_age for each folio put back active.
+                self.nodes[n].nonresident_age += 1;
                 self.nodes[n].lru_add(Lru::ActiveFile, pfn);
                 self.vmstat.inc(n, Vm::Pgactivate);
             } else {
@@ -275,6 +296,11 @@ impl Kernel {
         }
         self.count_steal(n, who, true, res.reclaimed);
         self.lru_note_cost(n, true, 0, res.scanned - res.reclaimed);
+        if dirty == res.scanned {
+            // Every folio taken was dirty and not under writeback (nr_unqueued_dirty ==
+            // nr_taken): wakeup_flusher_threads.
+            self.writeback_all();
+        }
         res
     }
 }

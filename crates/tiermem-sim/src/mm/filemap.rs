@@ -20,8 +20,9 @@
 //!
 //! A page-cache folio is a frame owned by [`OWNER_FILE`] whose `vpn` is its entry in
 //! [`PageCache::entries`]. Its flags carry `PG_referenced`, `PG_idle`, `PG_dirty`
-//! ([`F_DIRTY`]) and `PG_reclaim` ([`F_RECLAIM`]); `PG_workingset` is not kept (it only
-//! feeds `lru_note_cost_refault`, see [`Kernel::filemap_add_folio`]).
+//! ([`F_DIRTY`]) and `PG_reclaim` ([`F_RECLAIM`]). `PG_workingset` is not kept (the eight
+//! flag bits are taken): a refault of a folio evicted from the workingset neither adds
+//! `lru_note_cost_refault`'s cost nor counts `workingset_restore_file`.
 
 use super::*;
 use std::collections::BTreeMap;
@@ -85,12 +86,52 @@ pub struct PageCache {
     pub nr_dirty: u64,
     /// `wb->last_old_flush`.
     last_old_flush: SimTime,
+    /// File pages the workloads may create ([`Kernel::reserve_file_pages`]).
+    reserved: u64,
 }
 
 impl PageCache {
     /// Point entry `idx` at a migrated folio (`folio_migrate_mapping`).
     pub(super) fn replace(&mut self, idx: u32, node: usize, pfn: u32) {
         self.entries[idx as usize] = pte_mk(node, pfn);
+    }
+
+    /// Check the table against the frames: each present entry names a frame the page cache
+    /// owns at that entry, each such frame is on a file list, and the dirty count adds up.
+    /// Returns the page-cache frames per node.
+    pub(super) fn check(&self, nodes: &[NodeMem]) -> Result<Vec<u64>, String> {
+        let mut per_node = vec![0u64; nodes.len()];
+        let mut dirty = 0;
+        for (idx, &e) in self.entries.iter().enumerate() {
+            if e & PTE_PRESENT == 0 {
+                continue;
+            }
+            let (n, pfn) = (pte_node(e), pte_pfn(e));
+            let f = nodes[n]
+                .frames
+                .get(pfn as usize)
+                .ok_or("page-cache entry points past the frame table")?;
+            if f.owner != OWNER_FILE || f.vpn as usize != idx {
+                return Err(format!(
+                    "page-cache entry {idx}: frame {n}:{pfn} is owned by {}:{}",
+                    f.owner, f.vpn
+                ));
+            }
+            if !nodes[n].lru_of(pfn).is_some_and(Lru::is_file) {
+                return Err(format!(
+                    "page-cache entry {idx}: frame {n}:{pfn} is not on a file list"
+                ));
+            }
+            dirty += u64::from(f.flags & F_DIRTY != 0);
+            per_node[n] += 1;
+        }
+        if dirty != self.nr_dirty {
+            return Err(format!(
+                "{dirty} dirty page-cache pages, NR_FILE_DIRTY {}",
+                self.nr_dirty
+            ));
+        }
+        Ok(per_node)
     }
 
     /// Host bytes held by the table.
@@ -107,7 +148,32 @@ pub struct FileIoResult {
     pub misses: u64,
 }
 
+/// The most file pages all workloads together may have (the table's entries are named by
+/// 32-bit frame `vpn`s).
+pub const MAX_FILE_PAGES: u64 = u32::MAX as u64 / 2;
+
 impl Kernel {
+    /// Reserve `pages` file pages for workload `name` before it runs: within
+    /// [`MAX_FILE_PAGES`] in all, and charged to the host-memory budget (an 8-byte table
+    /// entry and at most one frame each, as a process's pages are).
+    pub fn reserve_file_pages(&mut self, name: &str, pages: u64) -> Result<(), ConfigError> {
+        if pages == 0 {
+            return Ok(());
+        }
+        let total = self.page_cache.reserved + pages;
+        if total > MAX_FILE_PAGES {
+            return Err(ConfigError::invalid(
+                "workloads",
+                format!(
+                    "{name}: the workloads' files come to {total} pages, more than the page cache holds ({MAX_FILE_PAGES})"
+                ),
+            ));
+        }
+        self.budget.add_process(&format!("{name} (files)"), pages)?;
+        self.page_cache.reserved = total;
+        Ok(())
+    }
+
     /// Run a thread's file operation (process `p`, CPUs on `cpu_node`).
     pub fn file_io(
         &mut self,
@@ -144,6 +210,10 @@ impl Kernel {
         if let Some(&i) = pc.by_owner.get(&(p, slot)) {
             return i;
         }
+        // Within MAX_FILE_PAGES when the workloads reserved their files; a file beyond that
+        // (never made by the workloads) is cut to what is left.
+        let pages = pages
+            .min((MAX_FILE_PAGES as usize - pc.entries.len().min(MAX_FILE_PAGES as usize)) as u32);
         let base = pc.entries.len() as u32;
         pc.entries.resize(pc.entries.len() + pages as usize, 0);
         pc.files.push(CachedFile {
@@ -201,11 +271,10 @@ impl Kernel {
             if f.flags & F_DIRTY == 0 {
                 f.flags |= F_DIRTY;
                 self.page_cache.nr_dirty += 1;
+                self.page_cache.files[file].dirtied_when.get_or_insert(now);
             }
             res.cost += self.cfg.costs.file_copy_page;
         }
-        let f = &mut self.page_cache.files[file];
-        f.dirtied_when.get_or_insert(now);
         Ok(res)
     }
 
@@ -257,8 +326,10 @@ impl Kernel {
         self.page_cache.entries[idx as usize] = pte_mk(n, pfn);
         let mut list = Lru::InactiveFile;
         if refault_check && old & SHADOW != 0 {
+            // The distance is measured on the evicting lruvec; the counters and the aging
+            // are the new folio's (`folio_pgdat(folio)`).
             let sn = pte_node(old);
-            self.vmstat.inc(sn, Vm::WorkingsetRefaultFile);
+            self.vmstat.inc(n, Vm::WorkingsetRefaultFile);
             let distance = self.nodes[sn].nonresident_age.wrapping_sub(old) & SHADOW_AGE_MASK;
             let mut workingset = self.nodes[sn].lru_len(Lru::ActiveFile);
             if self.swap_has_room() {
@@ -267,8 +338,8 @@ impl Kernel {
             }
             if distance <= workingset {
                 list = Lru::ActiveFile;
-                self.nodes[sn].nonresident_age += 1;
-                self.vmstat.inc(sn, Vm::WorkingsetActivateFile);
+                self.nodes[n].nonresident_age += 1;
+                self.vmstat.inc(n, Vm::WorkingsetActivateFile);
             }
         }
         self.nodes[n].lru_add(list, pfn);
@@ -344,6 +415,13 @@ impl Kernel {
         }
     }
 
+    /// `wakeup_flusher_threads`: write back every dirty inode now.
+    pub(super) fn writeback_all(&mut self) {
+        for i in 0..self.page_cache.files.len() {
+            self.writeback_file(i);
+        }
+    }
+
     /// The flusher, called once a second: every `dirty_writeback_interval` it writes back
     /// the inodes dirtied more than `dirty_expire_interval` ago (`wb_check_old_data_flush`);
     /// and while dirty pages exceed the background threshold (`dirty_background_ratio` of
@@ -380,9 +458,7 @@ impl Kernel {
     /// then every clean unmapped page-cache folio is invalidated without a shadow
     /// (`invalidate_mapping_pages`).
     fn drop_caches(&mut self) {
-        for i in 0..self.page_cache.files.len() {
-            self.writeback_file(i);
-        }
+        self.writeback_all();
         for idx in 0..self.page_cache.entries.len() {
             let e = self.page_cache.entries[idx];
             if e & PTE_PRESENT != 0 {

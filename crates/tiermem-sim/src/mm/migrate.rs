@@ -31,8 +31,9 @@ impl Kernel {
         let new_pfn = self.nodes[dst].take_frame_in(zone, f.owner, f.vpn);
         {
             let nf = &mut self.nodes[dst].frames[new_pfn as usize];
-            // folio_migrate_flags keeps idle/young too, and a page-cache page's dirty bit.
-            nf.flags = f.flags & (F_REFERENCED | F_IDLE | F_YOUNG | F_DIRTY);
+            // folio_migrate_flags keeps idle/young too, and a page-cache page's dirty and
+            // reclaim bits.
+            nf.flags = f.flags & (F_REFERENCED | F_IDLE | F_YOUNG | F_DIRTY | F_RECLAIM);
             nf.atime = f.atime;
         }
         // remove_migration_pte rebuilds the PTE from the VMA's protection: the NUMA hint is lost.

@@ -381,11 +381,11 @@ impl Kernel {
         vmas: Vec<(String, u32, Option<MemPolicy>)>,
     ) -> Result<u16, ConfigError> {
         let id = self.procs.len();
-        // Frame owners are 16-bit, with two values reserved (free, KSM).
-        if id >= OWNER_KSM as usize {
+        // Frame owners are 16-bit, with three values reserved (free, KSM, page cache).
+        if id >= OWNER_FILE as usize {
             return Err(ConfigError::invalid(
                 "workloads",
-                format!("more than {} processes in all (process {name})", OWNER_KSM),
+                format!("more than {} processes in all (process {name})", OWNER_FILE),
             ));
         }
         let pages: u64 = vmas.iter().map(|v| v.1 as u64).sum();
@@ -487,8 +487,8 @@ impl Kernel {
     }
 
     /// Check the memory invariants; returns a description of the first violation.
-    /// Pages on nodes + swapped + zram = pages mapped by processes; each present PTE points
-    /// at a frame owned by exactly that PTE; free counts add up.
+    /// Pages on nodes + swapped + zram = pages mapped by processes and cached; each present
+    /// PTE or page-cache entry points at a frame owned by exactly it; free counts add up.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut user_on_node = vec![0u64; self.nodes.len()];
         let (mut swapped, mut zrammed) = (0u64, 0u64);
@@ -530,8 +530,10 @@ impl Kernel {
                 }
             }
         }
+        let file_on_node = self.page_cache.check(&self.nodes)?;
         for (n, node) in self.nodes.iter().enumerate() {
             user_on_node[n] += node.frames.iter().filter(|f| f.owner == OWNER_KSM).count() as u64;
+            user_on_node[n] += file_on_node[n];
             let owned = node.frames.iter().filter(|f| f.owner != OWNER_FREE).count() as u64;
             if owned != user_on_node[n] {
                 return Err(format!(
@@ -552,7 +554,9 @@ impl Kernel {
                     node.free, node.kernel_pages, node.present
                 ));
             }
-            let on_lru = node.lru_len(Lru::InactiveAnon) + node.lru_len(Lru::ActiveAnon);
+            let on_lru = node.lru_len(Lru::InactiveAnon)
+                + node.lru_len(Lru::ActiveAnon)
+                + node.file_lru_pages();
             if on_lru != owned {
                 return Err(format!(
                     "node {n}: {on_lru} pages on LRU lists but {owned} in use"

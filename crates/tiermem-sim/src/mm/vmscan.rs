@@ -426,7 +426,9 @@ impl Kernel {
             }
         }
         self.count_steal(n, who, false, res.reclaimed);
-        self.lru_note_cost(n, false, swapped, res.scanned - res.reclaimed);
+        if res.scanned > 0 {
+            self.lru_note_cost(n, false, swapped, res.scanned - res.reclaimed);
+        }
         res
     }
 

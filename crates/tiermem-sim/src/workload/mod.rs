@@ -750,6 +750,9 @@ pub fn build(
             }
             WorkloadConfig::Parsec(p) => {
                 let name = p.name.clone().unwrap_or_else(|| format!("parsec{wi}"));
+                // The archive, its extracted copy and the output.
+                let file_pages = 2 * p.input.pages_ceil().0 + p.output.pages_ceil().0;
+                kernel.reserve_file_pages(&name, file_pages)?;
                 threads.push(damon_workload_thread(
                     kernel,
                     wi,
