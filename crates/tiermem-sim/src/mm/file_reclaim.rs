@@ -13,8 +13,7 @@
 //! dirty folios are activated with `PG_reclaim` and wait for the flusher, which a batch of
 //! nothing but dirty folios wakes (`wakeup_flusher_threads`); `PG_writeback` stalls;
 //! `no_cache_trim_mode` and the `force_deactivate` retry; memcg protection; `VM_EXEC`
-//! rotation (no mapped files). `snapshot_refaults` runs when kswapd goes to sleep, not at
-//! the end of every `balance_pgdat` sweep.
+//! rotation (no mapped files).
 
 use super::vmscan::{Reclaimer, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use super::*;

@@ -195,6 +195,8 @@ impl Kernel {
                         break;
                     }
                     self.vmstat.inc(n, Vm::Pageoutrun);
+                    // A new balance_pgdat run: the last one ended with snapshot_refaults.
+                    self.snapshot_refaults(n);
                 }
             }
         }
@@ -399,6 +401,8 @@ impl Kernel {
             if refs > 0 {
                 f.flags |= F_REFERENCED;
                 if referenced_folio {
+                    // move_folios_to_lru ages nonresident_age for each folio put back active.
+                    self.nodes[n].nonresident_age += 1;
                     self.nodes[n].lru_add(Lru::ActiveAnon, pfn);
                     self.vmstat.inc(n, Vm::Pgactivate);
                 } else {
@@ -420,6 +424,8 @@ impl Kernel {
                     res.cost += cost;
                 }
                 None => {
+                    // move_folios_to_lru ages nonresident_age for each folio put back active.
+                    self.nodes[n].nonresident_age += 1;
                     self.nodes[n].lru_add(Lru::ActiveAnon, pfn);
                     self.vmstat.inc(n, Vm::Pgactivate);
                 }
