@@ -701,6 +701,7 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
     }
     s.push_str(&published_section(exp, results));
     s.push_str(&steps_section(&evaluate_steps(exp, results)));
+    s.push_str(&per_workload_section(exp, results));
     if !exp.notes.is_empty() {
         s.push('\n');
         for n in &exp.notes {
@@ -714,6 +715,61 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
         }
     }
     s.push_str("\nPer-variant configs, summaries and timelines are in `variants/`.\n");
+    s
+}
+
+/// The memory saving per workload, for experiments that derive it against a baseline from
+/// workloads reporting the harness's `memused.avg`: the baseline's memused and each other
+/// variant's saving, one row per workload (the figures `memory_saving_pct` averages).
+fn per_workload_section(exp: &Experiment, results: &[VariantResult]) -> String {
+    let Some(baseline) = exp.derive.iter().find_map(|(_, d)| match d {
+        Derive::RelativeToBaseline { baseline } => Some(baseline),
+        _ => None,
+    }) else {
+        return String::new();
+    };
+    let parse = |r: &VariantResult| serde_json::from_str::<serde_json::Value>(&r.summary_json).ok();
+    let Some(base) = results.iter().find(|r| &r.name == baseline).and_then(parse) else {
+        return String::new();
+    };
+    let others: Vec<(&str, serde_json::Value)> = results
+        .iter()
+        .filter(|r| &r.name != baseline)
+        .filter_map(|r| Some((r.name.as_str(), parse(r)?)))
+        .collect();
+    let workloads = base
+        .get("workloads")
+        .and_then(|w| w.as_array())
+        .map_or(0, Vec::len);
+    let mut rows = String::new();
+    for i in 0..workloads {
+        let key = format!("workloads[{i}].memused_avg_bytes");
+        let Some(b) = metric(&base, &key).filter(|b| *b > 0.0) else {
+            continue;
+        };
+        let name = base["workloads"][i]["name"].as_str().unwrap_or("?");
+        rows.push_str(&format!("| {name} | {:.1} |", b / 1048576.0));
+        for (_, v) in &others {
+            let saving =
+                metric(v, &key).map_or("–".into(), |x| format!("{:.1}", (b - x) / b * 100.0));
+            rows.push_str(&format!(" {saving} |"));
+        }
+        rows.push('\n');
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n## Memory saving per workload\n\nmemused.avg of `{baseline}` (MiB) and each variant's \
+         saving against it (%).\n\n| workload | {baseline} |"
+    );
+    for (name, _) in &others {
+        s.push_str(&format!(" {name} |"));
+    }
+    s.push_str("\n|---|---:|");
+    s.push_str(&"---:|".repeat(others.len()));
+    s.push('\n');
+    s.push_str(&rows);
     s
 }
 
@@ -881,6 +937,43 @@ mod tests {
         assert!(Expect::AtMostFraction(0.5).holds(100.0, 50.0));
         assert!(!Expect::AtMostFraction(0.5).holds(100.0, 51.0));
         assert!(Expect::NotLower.holds(1.0, 1.0) && !Expect::Higher.holds(1.0, 1.0));
+    }
+
+    /// The per-workload table lists the baseline's memused and each variant's saving, and
+    /// `memory_saving_pct` is their mean.
+    #[test]
+    fn memory_saving_is_the_mean_of_the_per_workload_savings() {
+        use crate::experiment_file::from_file;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.toml");
+        std::fs::write(
+            &p,
+            "name = \"e\"\nbase = { machine = \"small\" }\n[[variants]]\nname = \"orig\"\n\
+             [[variants]]\nname = \"v\"\n[[derive]]\nrow = \"v\"\n\
+             [derive.compute]\nkind = \"relative-to-baseline\"\nbaseline = \"orig\"\n",
+        )
+        .unwrap();
+        let e = from_file(&p).unwrap();
+        let summary = |a: f64, b: f64| {
+            serde_json::json!({"memused_avg_bytes": 9.0, "workloads": [
+                {"name": "w0", "memused_avg_bytes": a},
+                {"name": "w1", "memused_avg_bytes": b},
+                {"name": "w2"}]})
+        };
+        let (b, v) = (summary(1048576.0, 4194304.0), summary(524288.0, 4194304.0));
+        assert_eq!(memory_saving_pct(&b, &v), Some(25.0));
+        let result = |name: &str, s: &serde_json::Value| VariantResult {
+            name: name.into(),
+            metrics: BTreeMap::new(),
+            published: BTreeMap::new(),
+            timeline_csv: String::new(),
+            summary_json: s.to_string(),
+        };
+        let t = per_workload_section(&e, &[result("orig", &b), result("v", &v)]);
+        assert!(t.contains("| workload | orig | v |"), "{t}");
+        assert!(t.contains("| w0 | 1.0 | 50.0 |"), "{t}");
+        assert!(t.contains("| w1 | 4.0 | 0.0 |"), "{t}");
+        assert!(!t.contains("w2"), "{t}");
     }
 
     #[test]
