@@ -55,6 +55,7 @@ pub fn sim_config(data: &[u8]) -> Result<(), String> {
 pub fn sim_config_seeds() -> Vec<Vec<u8>> {
     let mut v = files(&[
         "configs/examples/damon-reclaim.toml",
+        "configs/examples/damon-reclaim-page-cache.toml",
         "configs/examples/ksm-vm-guests.toml",
         "configs/examples/promote-hot-set.toml",
         "configs/examples/spill-and-swap.toml",
