@@ -1104,8 +1104,12 @@ impl Simulation {
         let used = self.used_pages();
         self.memused_sum.0 += used as u128;
         self.memused_sum.1 += 1;
-        for th in &mut self.threads {
-            if let (Some((base, sum, n)), true) = (&mut th.memused, th.state != ThreadState::Done) {
+        for th in self
+            .threads
+            .iter_mut()
+            .filter(|t| t.state != ThreadState::Done)
+        {
+            if let Some((base, sum, n)) = &mut th.memused {
                 *sum += used as i128 - *base as i128;
                 *n += 1;
             }

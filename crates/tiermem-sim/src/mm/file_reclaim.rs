@@ -156,20 +156,13 @@ impl Kernel {
         // zones in one call per priority; the time-sliced kswapd's batch target would end the
         // proportional scan after its first batch.
         let nr_to_reclaim = match who {
-            Reclaimer::Kswapd => self.nodes[n]
-                .zones
-                .iter()
-                .map(|z| z.wmark.high.max(SWAP_CLUSTER_MAX))
-                .sum(),
+            Reclaimer::Kswapd => self.kswapd_reclaim_target(n),
             Reclaimer::Direct { .. } => nr_to_reclaim,
         };
         let may = self.may_deactivate(n);
         let targets = self.get_scan_count(n, priority, may);
         let mut nr = targets;
-        let direct_clock = match who {
-            Reclaimer::Direct { clock } => Some(clock),
-            Reclaimer::Kswapd => None,
-        };
+        let direct_clock = who.clock();
         let proportional = direct_clock.is_some() && priority == DEF_PRIORITY;
         let mut res = ReclaimResult::default();
         while nr[0] > 0 || nr[2] > 0 || nr[3] > 0 {

@@ -493,12 +493,11 @@ impl NodeMem {
         self.lru_len(Lru::InactiveFile) + self.lru_len(Lru::ActiveFile)
     }
 
-    /// `inactive_is_low` of the lists of `inactive`'s type: `inactive * ratio < active`,
+    /// `inactive_is_low` of the lists of `list`'s type: `inactive * ratio < active`,
     /// ratio = `int_sqrt(10 * GB)` or 1.
-    pub fn inactive_list_is_low(&self, inactive: Lru) -> bool {
-        let inactive_len = self.lru_len(inactive);
-        let active = self.lru_len(inactive.active());
-        let inactive = inactive_len;
+    pub fn inactive_list_is_low(&self, list: Lru) -> bool {
+        let inactive = self.lru_len(list);
+        let active = self.lru_len(list.active());
         let gb = ((inactive + active) * PAGE_SIZE) >> 30;
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active

@@ -32,6 +32,14 @@ impl Reclaimer {
             Reclaimer::Direct { .. } => (Vm::PgscanDirect, Vm::PgstealDirect, Vm::PgdemoteDirect),
         }
     }
+
+    /// A direct reclaimer's clock (kswapds are caught up to it batch by batch).
+    pub(super) fn clock(self) -> Option<SimTime> {
+        match self {
+            Reclaimer::Direct { clock } => Some(clock),
+            Reclaimer::Kswapd => None,
+        }
+    }
 }
 
 /// kswapd's state for one node: a time-sliced `balance_pgdat`.
@@ -154,12 +162,7 @@ impl Kernel {
                 // high marks, and the pages this batch freed flush them to the buddy lists.
                 self.nodes[n].drain_pagesets();
             }
-            // kswapd_shrink_node: Σ over the eligible zones of max(high, SWAP_CLUSTER_MAX).
-            let nr_to_reclaim: u64 = self.nodes[n]
-                .zones
-                .iter()
-                .map(|z| z.wmark.high.max(SWAP_CLUSTER_MAX))
-                .sum();
+            let nr_to_reclaim = self.kswapd_reclaim_target(n);
             let lru_total = self.nodes[n].lru_len(Lru::InactiveAnon)
                 + self.nodes[n].lru_len(Lru::ActiveAnon)
                 + self.nodes[n].file_lru_pages();
@@ -200,6 +203,16 @@ impl Kernel {
                 }
             }
         }
+    }
+
+    /// `kswapd_shrink_node`'s `nr_to_reclaim`: Σ over the node's zones of
+    /// max(high watermark, `SWAP_CLUSTER_MAX`).
+    pub(super) fn kswapd_reclaim_target(&self, n: usize) -> u64 {
+        self.nodes[n]
+            .zones
+            .iter()
+            .map(|z| z.wmark.high.max(SWAP_CLUSTER_MAX))
+            .sum()
     }
 
     pub(super) fn kswapd_sleep(&mut self, n: usize) {
@@ -290,10 +303,7 @@ impl Kernel {
             nr_active = node.lru_len(Lru::ActiveAnon);
         }
         // Direct reclaim at DEF_PRIORITY scans its whole target (proportional_reclaim).
-        let direct_clock = match who {
-            Reclaimer::Direct { clock } => Some(clock),
-            Reclaimer::Kswapd => None,
-        };
+        let direct_clock = who.clock();
         let proportional = direct_clock.is_some() && priority == DEF_PRIORITY;
         while nr_inactive > 0 {
             if let Some(t) = direct_clock {
