@@ -91,14 +91,16 @@ source = "hmat"
 EOF
   tiermem agent --config /cfg/s2.toml --log info 2>/tmp/s2.log &
   agent=$!
-  w0=$(echo $WEIGHTS | cut -d' ' -f1)
-  if ! wait_for 100 '[ "$(cat $WI/node0)" = "$w0" ]'; then
-    fail weights "node0 weight $(cat $WI/node0), want $w0"; kill $agent; wait $agent; return
+  # The kernel has one file per node, so the agent's writes land one after the other: wait
+  # for the whole set (reading right after node0 changed can catch node2 still at 1).
+  sysfs_weights() {
+    got=""
+    for n in $(seq 0 $((NODES - 1))); do got="$got $(cat $WI/node$n)"; done
+    got=${got# }
+  }
+  if ! wait_for 100 'sysfs_weights; [ "$got" = "$WEIGHTS" ]'; then
+    fail weights "sysfs weights '$got', want '$WEIGHTS'"; kill $agent; wait $agent; return
   fi
-  got=""
-  for n in $(seq 0 $((NODES - 1))); do got="$got $(cat $WI/node$n)"; done
-  got=${got# }
-  [ "$got" = "$WEIGHTS" ] || fail weights "sysfs weights '$got', want '$WEIGHTS'"
   out=$(tiermem exec --interleave weighted -- /bin/wicheck 64)
   info "$out (weights $got)"
   kill -TERM $agent
