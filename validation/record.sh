@@ -15,8 +15,6 @@
 # apt-get when missing). Record on an otherwise idle machine: TCG's speed is the guest's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-CACHE=${TIERMEM_VM_CACHE:-$REPO/target/vm}
 source tests/vm/lib.sh
 
 vm_tools

@@ -373,20 +373,7 @@ s7() {
 s8() {
   cat >/cfg/s8.toml <<EOF
 duration = "5s"
-[machine]
-name = "vm-2node"
-distances = [[10, 20], [20, 10]]
-[[machine.nodes]]
-id = 0
-cpus = 2
-capacity = "1GiB"
-read_latency = "80ns"
-read_bandwidth = "20GiB/s"
-[[machine.nodes]]
-id = 1
-capacity = "512MiB"
-read_latency = "240ns"
-read_bandwidth = "5GiB/s"
+machine = "vm-2node"
 [kernel]
 numa_balancing = 2
 demotion_enabled = true

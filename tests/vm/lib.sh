@@ -1,7 +1,12 @@
 # Shared pieces of the VM scripts (sourced): host tools, Debian's 6.12 kernel, a static
-# tiermem, and an initramfs holding them. Callers set REPO and CACHE.
+# tiermem, and an initramfs holding them. Sets REPO (the checkout) and CACHE
+# ($TIERMEM_VM_CACHE, default target/vm).
 # Functions: vm_tools, vm_kernel (sets VMLINUZ), vm_static_tiermem (sets TIERMEM_VM_BIN),
-# vm_initrd ROOT OUT (packs a root directory that has /init).
+# vm_root ROOT (directories, busybox, the boot prologue), vm_initrd ROOT OUT (packs a root
+# directory that has /init).
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CACHE=${TIERMEM_VM_CACHE:-$REPO/target/vm}
 
 log() { echo "==> $*" >&2; }
 
@@ -45,12 +50,20 @@ vm_static_tiermem() {
   file "$TIERMEM_VM_BIN" | grep -Eq 'static(ally|-pie) linked' || { echo "error: $TIERMEM_VM_BIN is not static" >&2; return 1; }
 }
 
-# vm_initrd ROOT OUT: busybox and tiermem into ROOT/bin, then pack ROOT into OUT.
+# vm_root ROOT: the directories every guest mounts on, busybox, and tests/vm/guest-boot.sh
+# (which each /init sources first) at /bin/guest-boot.sh.
+vm_root() {
+  mkdir -p "$1"/{bin,proc,sys,dev,tmp,run}
+  cp /bin/busybox "$1/bin/busybox"
+  cp "$REPO/tests/vm/guest-boot.sh" "$1/bin/guest-boot.sh"
+}
+
+# vm_initrd ROOT OUT: vm_root, the static tiermem when vm_static_tiermem found one, then
+# pack ROOT into OUT.
 vm_initrd() {
   local root=$1 out=$2
-  mkdir -p "$root"/{bin,proc,sys,dev,tmp,run}
-  cp /bin/busybox "$root/bin/busybox"
-  strip -o "$root/bin/tiermem" "$TIERMEM_VM_BIN"
+  vm_root "$root"
+  [[ -z "${TIERMEM_VM_BIN:-}" ]] || strip -o "$root/bin/tiermem" "$TIERMEM_VM_BIN"
   chmod +x "$root/init"
   (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$out"
 }

@@ -3,12 +3,7 @@
 # (files f64, f128 written by the host) and prints, prefixed "PC ", the meminfo/vmstat figures
 # of three checks: 1. read-once vs read-twice LRU placement; 2. dirty expiry of a written file;
 # 3. DAMON paddr pageout of idle page cache under a 10 ms/s time quota. Classic LRU (lru_gen 0).
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev 2>/dev/null
-mount -t tmpfs tmp /tmp
+. /bin/guest-boot.sh
 
 up() { cut -d' ' -f1 /proc/uptime; }
 # snap LABEL: one line of meminfo (kB) and vmstat (pages) figures.

@@ -15,8 +15,6 @@
 # Env: TIERMEM_VM_CACHE (default target/vm), PC_SMP (guest CPUs, default 1), PC_MEM (default 1G).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-REPO=$PWD
-CACHE=${TIERMEM_VM_CACHE:-$REPO/target/vm}
 source tests/vm/lib.sh
 
 vm_tools
@@ -26,19 +24,16 @@ command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 ROOT=$WORK/root
-mkdir -p "$ROOT"/{bin,proc,sys,dev,tmp,run,modules}
-cp /bin/busybox "$ROOT/bin/busybox"
+mkdir -p "$ROOT/modules"
 gcc -O2 -static -o "$ROOT/bin/pcread" tests/vm/pcread.c
 gcc -O2 -o "$WORK/pcread-host" tests/vm/pcread.c
 cp tests/vm/pagecache-guest.sh "$ROOT/init"
-chmod +x "$ROOT/init"
 # ext4 and virtio_blk are modules in Debian's kernel; no modules.dep in the guest, so the
 # init loads them in dependency order (ext4 needs crc16, mbcache, jbd2 and the crc32c shash).
 for m in lib/crc16 fs/mbcache fs/jbd2/jbd2 crypto/crc32c_generic lib/libcrc32c fs/ext4/ext4 drivers/block/virtio_blk; do
   xz -dc "$CACHE"/kernel/lib/modules/*/kernel/$m.ko.xz > "$ROOT/modules/$(basename $m).ko"
 done
-# vm_initrd (lib.sh) also packs a static tiermem, which this VM does not need: pack here.
-(cd "$ROOT" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$WORK/initrd.gz"
+TIERMEM_VM_BIN= vm_initrd "$ROOT" "$WORK/initrd.gz"   # no tiermem in this VM
 
 # The disk: ext4 (mkfs defaults: journal, delalloc, data=ordered) holding two random files.
 mkdir -p "$WORK/files"

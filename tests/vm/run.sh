@@ -12,74 +12,32 @@
 # Usage: tests/vm/run.sh [2|3]...   (default: both machines)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-REPO=$PWD
-CACHE=${TIERMEM_VM_CACHE:-$REPO/target/vm}
+source tests/vm/lib.sh
 TIMEOUT=${TIERMEM_VM_TIMEOUT:-600}
-mkdir -p "$CACHE"
-log() { echo "==> $*" >&2; }
 
-# 1. Host tools.
-need=()
-command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-[[ -x /bin/busybox ]] || need+=(busybox-static)
-command -v cpio >/dev/null || need+=(cpio)
-if ((${#need[@]})); then
-  log "installing ${need[*]}"
-  sudo_=""; [[ $(id -u) == 0 ]] || sudo_=sudo
-  $sudo_ apt-get install -y -q "${need[@]}" >&2 || { apt-get update -q >&2 && $sudo_ apt-get install -y -q "${need[@]}" >&2; }
-fi
-file /bin/busybox 2>/dev/null | grep -q 'statically linked' || ldd /bin/busybox 2>&1 | grep -q 'not a dynamic' || {
-  echo "error: /bin/busybox is not static (install busybox-static)" >&2; exit 1; }
-
-# 2. Debian's 6.12 kernel (the version the meta-package currently names).
-VMLINUZ=$(ls "$CACHE"/kernel/boot/vmlinuz-6.12.* 2>/dev/null | head -1 || true)
-if [[ -z "$VMLINUZ" ]]; then
-  pkg=$(apt-cache depends linux-image-6.12-amd64 2>/dev/null | awk '/Depends: linux-image-6.12/ {print $2; exit}')
-  [[ -n "$pkg" ]] || pkg=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9.]+\+deb[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1)
-  [[ -n "$pkg" ]] || { echo "error: no linux-image-6.12 package found by apt-cache" >&2; exit 1; }
-  log "downloading $pkg"
-  (cd "$CACHE" && apt-get download "$pkg" >&2)
-  dpkg-deb -x "$CACHE"/"$pkg"_*.deb "$CACHE/kernel"
-  VMLINUZ=$(ls "$CACHE"/kernel/boot/vmlinuz-6.12.* | head -1)
-fi
-log "kernel $VMLINUZ"
-
-# 3. Static binaries: tiermem (static glibc; no musl toolchain download needed) and the C programs.
-if [[ -z "${TIERMEM_VM_BIN:-}" ]]; then
-  log "building static tiermem"
-  RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p tiermem-cli \
-    --target x86_64-unknown-linux-gnu --target-dir "$REPO/target/vm-static" >&2
-  TIERMEM_VM_BIN=$REPO/target/vm-static/x86_64-unknown-linux-gnu/release/tiermem
-fi
-file "$TIERMEM_VM_BIN" | grep -Eq 'static(ally|-pie) linked' || { echo "error: $TIERMEM_VM_BIN is not static" >&2; exit 1; }
+# 1-3. Host tools, Debian's 6.12 kernel (the version the meta-package currently names), a
+# static tiermem (static glibc; no musl toolchain download needed).
+vm_tools
+vm_kernel
+vm_static_tiermem
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 ROOT=$WORK/root
-mkdir -p "$ROOT"/{bin,proc,sys,dev,tmp,run,cfg}
-cp /bin/busybox "$ROOT/bin/busybox"
-strip -o "$ROOT/bin/tiermem" "$TIERMEM_VM_BIN"
+mkdir -p "$ROOT"/{bin,cfg}
 gcc -O2 -static -o "$ROOT/bin/wicheck" tests/vm/wicheck.c
 gcc -O2 -static -o "$ROOT/bin/hotcold" tests/vm/hotcold.c
 gcc -O2 -static -o "$ROOT/bin/ksmcheck" tests/vm/ksmcheck.c
 cp tests/vm/guest.sh "$ROOT/guest.sh"
 cat > "$ROOT/init" <<'EOF'
 #!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev 2>/dev/null
-mount -t debugfs none /sys/kernel/debug
-mount -t tmpfs tmp /tmp
-mount -t tmpfs run /run
+. /bin/guest-boot.sh
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 sh /guest.sh
 echo "GUEST-EXIT"
 poweroff -f
 EOF
-chmod +x "$ROOT/init" "$ROOT/guest.sh"
-(cd "$ROOT" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$WORK/initrd.gz"
+vm_initrd "$ROOT" "$WORK/initrd.gz"
 
 # 4. Machines. Bandwidth in QEMU's bytes/s with binary suffixes; the kernel reports MB/s.
 run_vm() {

@@ -1,56 +1,40 @@
 """Writes validation/*/scenario.toml: the suite's scenarios from one description, so the
 machine, the TCG guest's costs and the check kinds stay the same in every file. Run it after
 changing a scenario here (`python3 validation/tools/generate.py`); the recordings are then
-redone with `validation/record.sh SCENARIO...`."""
-import os, textwrap
-M2 = '''[machine]
-name = "vm-2node"
-distances = [[10, 20], [20, 10]]
-[[machine.nodes]]
-id = 0
-cpus = 2
-capacity = "1GiB"
-read_latency = "80ns"
-read_bandwidth = "20GiB/s"
-[[machine.nodes]]
-id = 1
-capacity = "512MiB"
-read_latency = "240ns"
-read_bandwidth = "5GiB/s"
-'''
-M3 = '''[machine]
-name = "vm-3node"
-distances = [[10, 20, 25], [20, 10, 25], [25, 25, 10]]
-[[machine.nodes]]
-id = 0
-cpus = 2
-capacity = "768MiB"
-read_latency = "80ns"
-read_bandwidth = "20GiB/s"
-[[machine.nodes]]
-id = 1
-capacity = "384MiB"
-read_latency = "150ns"
-read_bandwidth = "10GiB/s"
-[[machine.nodes]]
-id = 2
-capacity = "384MiB"
-read_latency = "300ns"
-read_bandwidth = "5GiB/s"
-'''
+redone with `validation/record.sh SCENARIO...`.
+
+`generate.py OUT` writes into OUT/<scenario>/ instead (tests/python/test_validation_suite.py
+checks that the committed files are what this writes)."""
+import os, sys, textwrap
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# The suite's machines are built-in presets (crates/tiermem-core/presets/vm-*.toml), the
+# machines validation/record.sh boots.
+M2 = 'machine = "vm-2node"\n'
+M3 = 'machine = "vm-3node"\n'
 # The QEMU TCG guest's kernel CPU costs, measured from traced recordings
 # (validation/*/kernel-trace: task_numa_work durations, promotion and demotion batches,
-# ksmd's full scans; see docs/fidelity.md). Software emulation runs kernel code 10-100x
-# slower than hardware, and the NUMA scanner's 32x overhead cap makes that visible.
+# ksmd's full scans, kdamond's samples; see docs/fidelity.md, costs). Software emulation
+# runs kernel code 10-100x slower than hardware, and the NUMA scanner's 32x overhead cap
+# makes that visible.
 TCG_COSTS = """[kernel.costs]
-numa_scan_pte = "300ns"
-numa_pte_update = "300ns"
-numa_hint_fault = "25us"
-migrate_page = "30us"
-reclaim_scan_page = "10us"
+numa_scan_pte = "50ns"
+numa_pte_update = "550ns"
+numa_hint_fault = "7us"
+migrate_page = "47us"
+reclaim_scan_page = "2us"
 reclaim_unmap_page = "20us"
 anon_fault = "20us"
+alloc_slowpath = "20us"           # a fault's allocation below the low watermark (docs/fidelity.md, costs)
+zero_page_fault = "11us"
+task_wakeup = "200us"
 """
+TCG_DAMON_COSTS = """[kernel.damon.costs]
+sample_region_ns = 2500        # the guest's kdamond (traced): 5.26 ms + 2.5 us per region sampled a sample
+sample_wakeup_ns = 250000
+"""
+TCG_ZRAM_COST = 'compress_cost = "60us"\n'
+# The runner loop's CPU time per access in the guest, set on every workload.
+TCG_CPU_PER_ACCESS = 'cpu_per_access = "1us"            # the runner loop\'s CPU time per access in the guest (docs/fidelity.md, costs)\n'
 TCG_KSM_COSTS = """[kernel.ksm.costs]
 scan_page = "3us"
 checksum = "20us"
@@ -59,11 +43,15 @@ merge = "15us"
 cow_fault = "20us"
 """
 def checks(*cs):
+    """Each check a dict of keys; a "#" key is a comment written above the check."""
     out=[]
     for c in cs:
+        if "#" in c:
+            out.extend("# " + l for l in c["#"])
         out.append("[[validate.checks]]")
         for k,v in c.items():
-            out.append(f"{k} = {v}")
+            if k != "#":
+                out.append(f"{k} = {v}")
     return "\n".join(out)+"\n"
 def final(col): return {"what":'"final"',"column":f'"{col}"'}
 def first(col): return {"what":'"first"',"column":f'"{col}"'}
@@ -72,14 +60,16 @@ def bursts(col): return {"what":'"bursts"',"column":f'"{col}"'}
 def at(col, times): return {"what":'"at"',"column":f'"{col}"',"times":"["+", ".join(f'"{t}"' for t in times)+"]"}
 scan={"what":'"scan_passes"',"workload":'"app"'}
 def scenario(name, head, machine, kernel, workload, desc, cks, sample="250ms", duration="30s", setup=None):
-    d=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", name)
+    d=os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
     kernel = kernel.strip()
     if "[kernel]" not in kernel:
         kernel = "[kernel]\n" + kernel
     # [kernel] keys first, then the cost tables, then the other sub-tables.
     head_k, sep, rest = kernel.partition("\n[kernel.")
-    kernel = head_k + "\n" + TCG_COSTS + (("[kernel." + rest) if sep else "")
+    damon_costs = TCG_DAMON_COSTS if "[kernel.damon" in rest else ""
+    kernel = head_k + "\n" + TCG_COSTS + damon_costs + (("[kernel." + rest) if sep else "")
+    kernel = kernel.replace("[kernel.zram]\n", "[kernel.zram]\n" + TCG_ZRAM_COST)
     if "[kernel.ksm]" in kernel:
         kernel = kernel.rstrip() + "\n" + TCG_KSM_COSTS
     text=f"# {head}\nduration = \"{duration}\"\nseed = 1\n\n{machine}\n{kernel.strip()}\n\n[sim]\nsample_interval = \"{sample}\"\n\n{workload.strip()}\n\n[validate]\ndescription = \"{desc}\"\n{cks}"
@@ -88,7 +78,7 @@ def scenario(name, head, machine, kernel, workload, desc, cks, sample="250ms", d
         open(f"{d}/setup.sh","w").write(setup); os.chmod(f"{d}/setup.sh",0o755)
 
 def wl(regions, cpu_node=0, policy=None, threads=1, read_ratio=None):
-    s='[[workloads]]\ntype = "synthetic"\nname = "app"\n'+f"cpu_node = {cpu_node}\n"
+    s='[[workloads]]\ntype = "synthetic"\n'+TCG_CPU_PER_ACCESS+'name = "app"\n'+f"cpu_node = {cpu_node}\n"
     if threads!=1: s+=f"threads = {threads}\n"
     if policy: s+=f"policy = {policy}\n"
     if read_ratio is not None: s+=f"read_ratio = {read_ratio}\n"
@@ -220,6 +210,29 @@ scenario("damon-reclaim-zram","DAMON_RECLAIM pages out memory idle for min_age (
  wl([R("hot","64MiB",place=bind0,pattern="uniform",rate=100000),R("cold","256MiB",place=bind0)]),
  "DAMON_RECLAIM: when cold memory goes to zram, how fast, and that the hot set stays",
  checks(first("pswpout"),at("pswpout",["10s","20s"]),final("pswpout"),at("app.cold.N0",["10s"]),final("app.cold.N0"),final("app.hot.N0"),at("damon_reclaim_bytes_reclaim_tried_regions",["10s"]),final("damon_reclaim_bytes_reclaim_tried_regions"),final("damon_reclaim_nr_quota_exceeds")),
+ duration="30s", setup=ZRAM_SETUP)
+# 19b DAMON_RECLAIM's scheme through DAMON sysfs, which 6.12's module bug does not touch.
+scenario("damos-pageout-zram","DAMON_RECLAIM's scheme through the DAMON sysfs interface: one paddr kdamond (5 ms / 100 ms, as the module's defaults) pages out regions idle for 5 s (min_age 50 aggregations) to a zram swap device, at most 256 MiB per second, oldest first (age weight, as the module), watermarks off; the hot set stays. Unlike the module on 6.11-6.16 (see damon-reclaim-zram), this runs on 6.12.",M2,
+ """[kernel]
+[kernel.zram]
+capacity = "512MiB"
+[[kernel.damon.contexts]]
+ops = "paddr"                  # the host's biggest System RAM range, as DAMON_RECLAIM
+attrs = { sample_us = 5000, aggr_us = 100000, min_nr_regions = 10, max_nr_regions = 1000 }
+[[kernel.damon.contexts.schemes]]
+action = "pageout"
+access_pattern = { min_sz = 4096, min_nr_accesses = 0, max_nr_accesses = 0, min_age = 50 }
+quotas = { sz = 268435456, reset_interval_ms = 1000, weights = { age_permil = 1 } }
+watermarks = { metric = "none" }""",
+ wl([R("hot","64MiB",place=bind0,pattern="uniform",rate=100000),R("cold","256MiB",place=bind0)]),
+ "DAMOS pageout through DAMON sysfs (DAMON_RECLAIM's scheme): when cold memory goes to zram, how fast, and that the hot set stays",
+ checks({"#":["When the workload's own pages start going out. Not `first pswpout`: in all four",
+              "recordings the guest's first 33-61 swapped pages (6.5-6.8 s) belonged to other processes",
+              "(app.cold.N0 still 65536 then), memory this machine does not model."],
+         **first("app.cold.N0"), "below":"65536"},
+        at("pswpout",["10s","20s"]),final("pswpout"),at("app.cold.N0",["10s"]),final("app.cold.N0"),final("app.hot.N0"),
+        at("damon_ctx0_scheme0_sz_tried",["10s"]),final("damon_ctx0_scheme0_sz_tried"),final("damon_ctx0_scheme0_qt_exceeds"),
+        at("damon_ctx0_scheme0_sz_applied",["10s"]),final("damon_ctx0_scheme0_sz_applied")),
  duration="30s", setup=ZRAM_SETUP)
 # 20 zram swap under memory pressure: the hot set faults in during the run on a node that
 # already holds an idle filler; reclaim swaps the filler out to zram. Stores only: a load

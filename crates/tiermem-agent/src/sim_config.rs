@@ -131,30 +131,27 @@ fn write_node(o: &mut String, n: &HostNode) {
     );
     let hmat = n.access1.as_ref().or(n.access0.as_ref());
     let (dl, db) = if cpu { DEFAULT_DRAM } else { DEFAULT_CXL };
-    let figure = |v: Option<u64>, d: u64, unit: &str, key: &str| match v.filter(|&x| x > 0) {
-        Some(x) => format!("{key} = \"{x}{unit}\""),
-        None => commented(&format!("{key} = \"{d}{unit}\""), "default: no HMAT figure"),
-    };
-    let _ = writeln!(
-        o,
-        "{}",
-        figure(
+    let figures = [
+        (
+            "read_latency",
             hmat.and_then(|a| a.read_latency_ns),
             dl,
             "ns",
-            "read_latency"
-        )
-    );
-    let _ = writeln!(
-        o,
-        "{}",
-        figure(
+        ),
+        (
+            "read_bandwidth",
             hmat.and_then(|a| a.read_bandwidth_mbps),
             db,
             "MiB/s",
-            "read_bandwidth"
-        )
-    );
+        ),
+    ];
+    for (key, v, d, unit) in figures {
+        let line = match v.filter(|&x| x > 0) {
+            Some(x) => format!("{key} = \"{x}{unit}\""),
+            None => commented(&format!("{key} = \"{d}{unit}\""), "default: no HMAT figure"),
+        };
+        let _ = writeln!(o, "{line}");
+    }
     if let Some(a) = hmat {
         if let Some(w) = a.write_latency_ns.filter(|&w| w > 0) {
             let _ = writeln!(o, "write_latency = \"{w}ns\"");

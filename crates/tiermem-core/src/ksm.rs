@@ -108,6 +108,24 @@ impl Default for KsmConfig {
 }
 
 impl KsmConfig {
+    /// The scanner's tunables in `/sys/kernel/mm/ksm/`, by file name, in the order the agent
+    /// writes them (`merge_across_nodes` first: it needs ksmd stopped and no KSM pages).
+    /// `run`, `smart_scan` (6.7+) and the advisor's files (6.8+) are not in the list: the
+    /// agent writes them apart, and the simulator reports them beside these.
+    pub fn tunables(&self) -> [(&'static str, u64); 6] {
+        [
+            ("merge_across_nodes", self.merge_across_nodes.into()),
+            ("pages_to_scan", self.pages_to_scan.into()),
+            ("sleep_millisecs", self.sleep_millisecs.into()),
+            ("max_page_sharing", self.max_page_sharing.into()),
+            (
+                "stable_node_chains_prune_millisecs",
+                self.stable_node_chains_prune_millisecs.into(),
+            ),
+            ("use_zero_pages", self.use_zero_pages.into()),
+        ]
+    }
+
     /// The range checks the sysfs store functions make (`run_store`, `max_page_sharing_store`,
     /// ...), reported against `kernel.ksm.<knob>`.
     pub fn validate(&self) -> Result<(), ConfigError> {

@@ -10,6 +10,8 @@ pub const MACHINES: &[(&str, &str)] = &[
     ("ddr5-cxl", include_str!("../presets/ddr5-cxl.toml")),
     ("ddr5-cxl4", include_str!("../presets/ddr5-cxl4.toml")),
     ("ddr5-cxl-xs", include_str!("../presets/ddr5-cxl-xs.toml")),
+    ("vm-2node", include_str!("../presets/vm-2node.toml")),
+    ("vm-3node", include_str!("../presets/vm-3node.toml")),
 ];
 
 /// Names of the built-in machines.

@@ -18,14 +18,19 @@ pub struct NamedContext {
     pub cfg: ContextConfig,
 }
 
-fn attrs(sample: u64, aggr: u64, min: u32, max: u32) -> MonitoringAttrs {
-    MonitoringAttrs {
-        sample_us: sample,
-        aggr_us: aggr,
-        min_nr_regions: min,
-        max_nr_regions: max,
-        ..Default::default()
-    }
+/// A module's monitoring attributes from its four parameters, which every module names
+/// alike (`sample_interval`, `aggr_interval`, `min_nr_regions`, `max_nr_regions` of
+/// modules-common.h's `DEFINE_DAMON_MODULES_MON_ATTRS_PARAMS`).
+macro_rules! module_attrs {
+    ($p:expr) => {
+        MonitoringAttrs {
+            sample_us: $p.sample_interval_us,
+            aggr_us: $p.aggr_interval_us,
+            min_nr_regions: $p.min_nr_regions,
+            max_nr_regions: $p.max_nr_regions,
+            ..Default::default()
+        }
+    };
 }
 
 fn monitor_ranges(start: u64, end: u64) -> Vec<AddrRange> {
@@ -38,12 +43,7 @@ fn monitor_ranges(start: u64, end: u64) -> Vec<AddrRange> {
 
 /// `damon_reclaim_new_scheme` and `damon_reclaim_apply_parameters`.
 pub fn reclaim(p: &ReclaimParams) -> NamedContext {
-    let mut a = attrs(
-        p.sample_interval_us,
-        p.aggr_interval_us,
-        p.min_nr_regions,
-        p.max_nr_regions,
-    );
+    let mut a = module_attrs!(p);
     if p.autotune_monitoring_intervals {
         // The module's documented tuning goal: 0.4 % accesses, every 3 aggregations,
         // sample interval within 5 ms..10 s, starting from 5 ms / 100 ms.
@@ -133,12 +133,7 @@ pub fn reclaim(p: &ReclaimParams) -> NamedContext {
 /// `damon_lru_sort_new_hot_scheme` / `_cold_scheme`: two paddr schemes, each with half
 /// the time quota.
 pub fn lru_sort(p: &LruSortParams) -> NamedContext {
-    let a = attrs(
-        p.sample_interval_us,
-        p.aggr_interval_us,
-        p.min_nr_regions,
-        p.max_nr_regions,
-    );
+    let a = module_attrs!(p);
     let max_nr = a.max_nr_accesses() as u64;
     let hot_thres = (max_nr * p.hot_thres_access_freq / 1000) as u32;
     let wm = Watermarks {
@@ -204,12 +199,7 @@ pub fn lru_sort(p: &LruSortParams) -> NamedContext {
 /// memory while the fast node's used memory is below the goal. `node_range(n)` gives the
 /// physical range of a node.
 pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> Vec<NamedContext> {
-    let a = attrs(
-        p.sample_interval_us,
-        p.aggr_interval_us,
-        p.min_nr_regions,
-        p.max_nr_regions,
-    );
+    let a = module_attrs!(p);
     let max_nr = a.max_nr_accesses() as u64;
     let young = |allow: bool| FilterConfig::new(FilterType::Young, true, allow);
     let quota = |metric: GoalMetric, target: u64| QuotaConfig {

@@ -219,9 +219,10 @@ fn summarise(path: &Path, bytes: u64, unit: TimeUnit, f: &Footer, popularity: Po
     }
 }
 
-/// The access matrix of a heatmap.
+/// A time × address matrix: a trace's accesses (`V` = u64, counts) or a DAMON record's
+/// access rates (`V` = f64, `report::DamonHeatmap`). The plots read both alike.
 #[derive(Clone, Debug, Serialize)]
-pub struct Heatmap {
+pub struct Heatmap<V = u64> {
     pub file: String,
     pub time_unit: TimeUnit,
     pub first_time: u64,
@@ -232,8 +233,8 @@ pub struct Heatmap {
     pub pages: u64,
     pub time_bins: usize,
     pub addr_bins: usize,
-    /// `counts[t][a]`: accesses in time bin t to address bin a.
-    pub counts: Vec<Vec<u64>>,
+    /// `counts[t][a]`: the value of time bin t at address bin a.
+    pub counts: Vec<Vec<V>>,
 }
 
 /// Bin every access of a trace by time and by position in the touched address space.

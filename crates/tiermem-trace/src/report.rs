@@ -14,27 +14,18 @@
 //!   default); percentiles of the sorted sizes, `dists[⌊p/100 · n⌋]`.
 //! * **access**: the regions of one snapshot with their size, access rate and age.
 
+use crate::format::TimeUnit;
+use crate::info::Heatmap;
 use crate::TraceError;
 use serde::Serialize;
 use tiermem_core::damon::Region;
 use tiermem_core::damon_record::{DamonRecord, RecordSnapshot};
 
-/// A DAMON heatmap: `values[t][a]` in accesses (samples) per second.
+/// A DAMON heatmap: `map.counts[t][a]` in accesses (samples) per second, time in ns.
 #[derive(Clone, Debug, Serialize)]
 pub struct DamonHeatmap {
-    pub file: String,
-    /// Always `ns` (the plots' time axis).
-    pub time_unit: &'static str,
-    pub first_time: u64,
-    pub last_time: u64,
-    /// Address ranges shown, in pages (`[first_page, end_page)`), concatenated on the axis.
-    pub ranges: Vec<(u64, u64)>,
-    pub pages: u64,
-    pub time_bins: usize,
-    pub addr_bins: usize,
-    /// The plots read the matrix as `counts`.
-    #[serde(rename = "counts")]
-    pub values: Vec<Vec<f64>>,
+    #[serde(flatten)]
+    pub map: Heatmap<f64>,
     pub value_label: &'static str,
     pub target_id: u64,
 }
@@ -132,18 +123,20 @@ pub fn heatmap(
         }
     }
     Ok(DamonHeatmap {
-        file: name.to_string(),
-        time_unit: "ns",
-        first_time: t0,
-        last_time: t1,
-        ranges: ranges
-            .iter()
-            .map(|r| (r.0 >> 12, r.1.div_ceil(4096)))
-            .collect(),
-        pages: total.div_ceil(4096),
-        time_bins,
-        addr_bins,
-        values,
+        map: Heatmap {
+            file: name.to_string(),
+            time_unit: TimeUnit::Ns,
+            first_time: t0,
+            last_time: t1,
+            ranges: ranges
+                .iter()
+                .map(|r| (r.0 >> 12, r.1.div_ceil(4096)))
+                .collect(),
+            pages: total.div_ceil(4096),
+            time_bins,
+            addr_bins,
+            counts: values,
+        },
         value_label: "accesses per second (DAMON samples)",
         target_id: rec.target_id,
     })
@@ -187,11 +180,12 @@ const LEVELS: &[u8] = b" .:-=+*#%@";
 
 /// The heatmap as text: one row per time bin, one column per address bin; each cell a
 /// level of the largest value (damo's terminal view, without colour).
-pub fn render_heatmap(hm: &DamonHeatmap) -> String {
-    let max = hm.values.iter().flatten().fold(0f64, |m, &v| m.max(v));
+pub fn render_heatmap(dhm: &DamonHeatmap) -> String {
+    let hm = &dhm.map;
+    let max = hm.counts.iter().flatten().fold(0f64, |m, &v| m.max(v));
     let mut out = format!(
         "# heatmap of target {} in {}: {} time rows x {} address columns; time {:.3}-{:.3} s, {} MiB of addresses shown in {} range(s)\n# levels '{}' (blank: no access) up to {:.1} accesses/s\n",
-        hm.target_id,
+        dhm.target_id,
         hm.file,
         hm.time_bins,
         hm.addr_bins,
@@ -202,7 +196,7 @@ pub fn render_heatmap(hm: &DamonHeatmap) -> String {
         String::from_utf8_lossy(LEVELS),
         max
     );
-    for row in &hm.values {
+    for row in &hm.counts {
         out.push('|');
         for &v in row {
             let level = if v <= 0.0 || max <= 0.0 {
@@ -405,23 +399,23 @@ mod tests {
         let r = rec();
         let hm = heatmap(&r, "t", (2, 4), true).unwrap();
         assert_eq!(
-            hm.ranges,
+            hm.map.ranges,
             vec![(0, 256), (512, 768)],
             "the 1 MiB gap is not shown"
         );
-        assert_eq!(hm.pages, 512);
+        assert_eq!(hm.map.pages, 512);
         // 20 samples per 100 ms = 200 /s over the first quarter of the axis, then 100 /s.
-        assert_eq!(hm.values[0], vec![200.0, 0.0, 0.0, 0.0]);
-        assert_eq!(hm.values[1], vec![100.0, 0.0, 0.0, 0.0]);
+        assert_eq!(hm.map.counts[0], vec![200.0, 0.0, 0.0, 0.0]);
+        assert_eq!(hm.map.counts[1], vec![100.0, 0.0, 0.0, 0.0]);
         // A cell half covered gets half the value.
         let hm = heatmap(&r, "t", (1, 2), true).unwrap();
-        assert_eq!(hm.values[0], vec![75.0, 0.0]);
+        assert_eq!(hm.map.counts[0], vec![75.0, 0.0]);
         let text = render_heatmap(&hm);
         assert!(text.contains("|@ |"), "{text}");
         // By default only what was accessed: the first 512 KiB.
         let hm = heatmap(&r, "t", (1, 2), false).unwrap();
-        assert_eq!(hm.ranges, vec![(0, 128)]);
-        assert_eq!(hm.values[0], vec![150.0, 150.0]);
+        assert_eq!(hm.map.ranges, vec![(0, 128)]);
+        assert_eq!(hm.map.counts[0], vec![150.0, 150.0]);
     }
 
     #[test]

@@ -114,17 +114,7 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
     if let Some(ksm) = &k.ksm {
         // ksmd stops while the knobs change (merge_across_nodes needs no KSM pages).
         before.push(knob(format!("{KSM_DIR}/run"), 2));
-        for (f, v) in [
-            ("merge_across_nodes", ksm.merge_across_nodes as u64),
-            ("pages_to_scan", ksm.pages_to_scan as u64),
-            ("sleep_millisecs", ksm.sleep_millisecs as u64),
-            ("max_page_sharing", ksm.max_page_sharing as u64),
-            (
-                "stable_node_chains_prune_millisecs",
-                ksm.stable_node_chains_prune_millisecs as u64,
-            ),
-            ("use_zero_pages", ksm.use_zero_pages as u64),
-        ] {
+        for (f, v) in ksm.tunables() {
             before.push(knob(format!("{KSM_DIR}/{f}"), v));
         }
         let mut smart = knob(format!("{KSM_DIR}/smart_scan"), ksm.smart_scan);

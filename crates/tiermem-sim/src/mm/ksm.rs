@@ -291,17 +291,9 @@ impl Ksm {
     pub fn counters(&self) -> BTreeMap<String, i64> {
         let (chains, dups) = self.chains_and_dups();
         let c = &self.cfg;
+        let tunables = c.tunables().map(|(f, v)| (f, v as i64));
         [
             ("run", c.run as i64),
-            ("pages_to_scan", c.pages_to_scan as i64),
-            ("sleep_millisecs", c.sleep_millisecs as i64),
-            ("merge_across_nodes", c.merge_across_nodes as i64),
-            ("max_page_sharing", c.max_page_sharing as i64),
-            (
-                "stable_node_chains_prune_millisecs",
-                c.stable_node_chains_prune_millisecs as i64,
-            ),
-            ("use_zero_pages", c.use_zero_pages as i64),
             ("smart_scan", c.smart_scan as i64),
             ("advisor_max_cpu", c.advisor_max_cpu as i64),
             (
@@ -331,6 +323,7 @@ impl Ksm {
             ("cow_ksm", self.cow_ksm as i64),
         ]
         .into_iter()
+        .chain(tunables)
         .map(|(k, v)| (k.to_string(), v))
         .collect()
     }

@@ -26,6 +26,17 @@ pub struct Access {
     pub kind: u8,
 }
 
+impl Access {
+    /// A whole-page streaming store: how a program first touches (initialises) its memory.
+    pub fn first_touch(idx: u32) -> Access {
+        Access {
+            idx,
+            lines: 64,
+            kind: K_WRITE | K_STREAM,
+        }
+    }
+}
+
 pub use crate::mm::filemap::{FileIo, FileOp};
 
 /// What a generator produced.

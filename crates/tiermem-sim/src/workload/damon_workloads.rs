@@ -7,7 +7,7 @@
 //! Phases are placed on a nominal clock (`access index / total × runtime`), so a page's
 //! "hot for 5 s after creation" means 5 s of undisturbed progress.
 
-use crate::workload::access::{Access, FileIo, FileOp, Step, K_READ, K_STREAM, K_WRITE};
+use crate::workload::access::{Access, FileIo, FileOp, Step, K_READ, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tiermem_core::damon_workloads::{FileTiming, HotRegionsConfig, ParsecConfig, ParsecShape};
@@ -210,13 +210,7 @@ impl ParsecGen {
         let due = self.target_created();
         if self.created < due {
             let end = due.min(self.created + BATCH as u64);
-            for p in self.created..end {
-                out.push(Access {
-                    idx: p as u32,
-                    lines: 64,
-                    kind: K_WRITE | K_STREAM,
-                });
-            }
+            out.extend((self.created..end).map(|p| Access::first_touch(p as u32)));
             self.created = end;
             return Step::Accesses;
         }
@@ -302,13 +296,7 @@ impl HotRegionsGen {
     pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
         if let Some(next) = self.init_next {
             let end = (next + BATCH as u64).min(self.pages);
-            for p in next..end {
-                out.push(Access {
-                    idx: p as u32,
-                    lines: 64,
-                    kind: K_WRITE | K_STREAM,
-                });
-            }
+            out.extend((next..end).map(|p| Access::first_touch(p as u32)));
             self.init_next = (end < self.pages).then_some(end);
             return Step::Accesses;
         }

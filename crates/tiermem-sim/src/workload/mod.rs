@@ -346,13 +346,7 @@ impl PmbenchGen {
             PmPhase::Init { next } => {
                 // Sequential write of every map page (all 64 lines).
                 let end = (next + BATCH as u64).min(self.map_pages);
-                for p in next..end {
-                    out.push(Access {
-                        idx: p as u32,
-                        lines: 64,
-                        kind: K_WRITE | K_STREAM,
-                    });
-                }
+                out.extend((next..end).map(|p| Access::first_touch(p as u32)));
                 self.phase = if end >= self.map_pages {
                     let warm = self.pattern.warmup_draws();
                     PmPhase::Warmup { left: warm }
@@ -567,13 +561,7 @@ impl BufferPrep {
     fn step(&mut self, out: &mut Vec<Access>) -> Option<Step> {
         if self.init_next < self.pages {
             let end = (self.init_next + BATCH as u32).min(self.pages);
-            for p in self.init_next..end {
-                out.push(Access {
-                    idx: self.base + p,
-                    lines: 64,
-                    kind: K_WRITE | K_STREAM,
-                });
-            }
+            out.extend((self.init_next..end).map(|p| Access::first_touch(self.base + p)));
             self.init_next = end;
             return Some(Step::Accesses);
         }

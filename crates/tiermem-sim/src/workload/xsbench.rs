@@ -17,7 +17,7 @@
 //! [`crate::workload::access::STREAM_MLP`] lines, within the 8–16 of the model's assumption).
 //! The figure of merit is lookups per second over the lookup phase.
 
-use crate::workload::access::{Access, Step, K_READ, K_STREAM, K_WRITE};
+use crate::workload::access::{Access, Step, K_READ, K_STREAM};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::Arc;
@@ -169,13 +169,9 @@ impl XsbenchGen {
                     return self.next(rng, out);
                 }
                 let stop = (start + 256).min(end);
-                for p in start..stop {
-                    out.push(Access {
-                        idx: self.layout.base[region] + p,
-                        lines: 64,
-                        kind: K_WRITE | K_STREAM,
-                    });
-                }
+                out.extend(
+                    (start..stop).map(|p| Access::first_touch(self.layout.base[region] + p)),
+                );
                 self.phase = Phase::Init { region, next: stop };
                 Step::Accesses
             }
