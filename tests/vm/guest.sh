@@ -93,9 +93,10 @@ EOF
   agent=$!
   # The kernel has one file per node, so the agent's writes land one after the other: wait
   # for the whole set (reading right after node0 changed can catch node2 still at 1).
+  # (Its loop variable is not `n`, which wait_for counts down with.)
   sysfs_weights() {
     got=""
-    for n in $(seq 0 $((NODES - 1))); do got="$got $(cat $WI/node$n)"; done
+    for wn in $(seq 0 $((NODES - 1))); do got="$got $(cat $WI/node$wn)"; done
     got=${got# }
   }
   if ! wait_for 100 'sysfs_weights; [ "$got" = "$WEIGHTS" ]'; then
