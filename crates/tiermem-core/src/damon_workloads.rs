@@ -74,6 +74,14 @@ pub struct ParsecConfig {
     /// When the program writes its output. Default `end`.
     #[serde(default = "d_end")]
     pub output_write: FileTiming,
+    /// Memory the benchmark harness brings into use at the start of each run and then
+    /// leaves idle: its shell and script processes (`parsecmgmt`, the runners) and the page
+    /// cache of the binaries they read again after the `drop_caches`. Counted in memused
+    /// like the program's own memory, and as idle as memory gets, so what a physical-address
+    /// reclaimer takes first. Modelled as a mapping of the program's process, first-touched
+    /// once after the cache drop, before the untar. Default 0.
+    #[serde(default)]
+    pub harness: Bytes,
 }
 
 /// When a PARSEC-shaped program does its file I/O.
@@ -204,7 +212,11 @@ impl ParsecConfig {
         if self.cpu_per_access.0 == 0 {
             return e("cpu_per_access", "must be positive");
         }
-        for (k, v) in [("input", self.input), ("output", self.output)] {
+        for (k, v) in [
+            ("input", self.input),
+            ("output", self.output),
+            ("harness", self.harness),
+        ] {
             if v.pages_ceil().0 > u32::MAX as u64 / 4 {
                 return e(k, "must be within 0..4TiB");
             }

@@ -7,6 +7,8 @@
 //! Phases are placed on a nominal clock (`access index / total × runtime`), so a page's
 //! "hot for 5 s after creation" means 5 s of undisturbed progress.
 
+use std::ops::Range;
+
 use crate::workload::access::{Access, FileIo, FileOp, Step, K_READ, K_WRITE};
 use rand_core::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -96,17 +98,19 @@ impl FileWork {
         }
     }
 
-    /// Before the run: the cache drop, then the untar, chunk by chunk.
-    fn before_run(&mut self) -> Option<Step> {
-        if std::mem::take(&mut self.drop_pending) {
-            return Some(Step::File(FileIo {
-                op: FileOp::DropCaches,
-                file: 0,
-                file_pages: 0,
-                first: 0,
-                pages: 0,
-            }));
-        }
+    /// The harness's cache drop before the run, once.
+    fn drop_caches(&mut self) -> Option<Step> {
+        std::mem::take(&mut self.drop_pending).then_some(Step::File(FileIo {
+            op: FileOp::DropCaches,
+            file: 0,
+            file_pages: 0,
+            first: 0,
+            pages: 0,
+        }))
+    }
+
+    /// Before the run, after the drop: the untar, chunk by chunk.
+    fn untar(&mut self) -> Option<Step> {
         let n = self.input;
         if self.untar_written < self.untar_read {
             let due = self.untar_read;
@@ -146,6 +150,9 @@ pub struct ParsecGen {
     hot_share: f64,
     phases: u64,
     files: FileWork,
+    /// The harness's pages (a VMA after the data area) and how many are touched so far.
+    harness: Range<u32>,
+    harness_touched: u32,
 }
 
 impl ParsecGen {
@@ -177,6 +184,8 @@ impl ParsecGen {
             hot_share: cfg.hot_share,
             phases: cfg.phases as u64,
             files: FileWork::new(cfg),
+            harness: pages as u32..(pages + cfg.harness.pages_ceil().0) as u32,
+            harness_touched: 0,
         }
     }
 
@@ -192,9 +201,28 @@ impl ParsecGen {
         }
     }
 
+    /// The harness's memory comes into use (a batch of first touches at a time), after the
+    /// cache drop and before the untar; it is not touched again.
+    fn touch_harness(&mut self, out: &mut Vec<Access>) -> Option<Step> {
+        let next = self.harness.start + self.harness_touched;
+        if next >= self.harness.end {
+            return None;
+        }
+        let end = (next + BATCH as u32).min(self.harness.end);
+        out.extend((next..end).map(Access::first_touch));
+        self.harness_touched += end - next;
+        Some(Step::Accesses)
+    }
+
     pub fn next(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>) -> Step {
         if !self.started {
-            if let Some(step) = self.files.before_run() {
+            if let Some(step) = self.files.drop_caches() {
+                return step;
+            }
+            if let Some(step) = self.touch_harness(out) {
+                return step;
+            }
+            if let Some(step) = self.files.untar() {
                 return step;
             }
             self.started = true;
@@ -330,18 +358,25 @@ impl HotRegionsGen {
 }
 
 /// The VMAs of a DAMON-evaluation process: the data area plus two small mappings, so
-/// that the vaddr operations find the two gaps of a heap/mmap/stack layout.
-pub fn vmas(data_pages: u32) -> Vec<(String, u32, Option<tiermem_core::mempolicy::MemPolicy>)> {
-    vec![
-        ("heap".into(), data_pages, None),
-        ("mmap".into(), 16, None),
-        ("stack".into(), 16, None),
-    ]
+/// that the vaddr operations find the two gaps of a heap/mmap/stack layout; a PARSEC-shaped
+/// run's harness memory (`harness_pages` > 0) is one more mapping after the data area.
+pub fn vmas(
+    data_pages: u32,
+    harness_pages: u32,
+) -> Vec<(String, u32, Option<tiermem_core::mempolicy::MemPolicy>)> {
+    let mut v = vec![("heap".into(), data_pages, None)];
+    if harness_pages > 0 {
+        v.push(("harness".into(), harness_pages, None));
+    }
+    v.push(("mmap".into(), 16, None));
+    v.push(("stack".into(), 16, None));
+    v
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::access::K_STREAM;
     use rand_core::SeedableRng;
     use tiermem_core::units::{Bytes, SimDuration};
 
@@ -400,6 +435,47 @@ mod tests {
                 (Write, 2, 0, 256),
             ]
         );
+    }
+
+    /// The harness's pages are first-touched once, after the cache drop and before the
+    /// untar, in their own mapping after the data area, and never again.
+    #[test]
+    fn harness_memory_comes_into_use_before_the_untar_and_stays_idle() {
+        let mut c = cfg(ParsecShape::GrowThenCold);
+        c.input = Bytes::mib(1);
+        c.harness = Bytes::mib(2);
+        let data = c.rss.pages_ceil().0 as u32;
+        let harness = data..data + 512;
+        let mut g = ParsecGen::new(&c);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let (mut out, mut seen, mut order) = (Vec::new(), 0u32, Vec::new());
+        loop {
+            out.clear();
+            let step = g.next(&mut rng, &mut out);
+            let in_harness = out.iter().filter(|a| harness.contains(&a.idx)).count() as u32;
+            match step {
+                Step::Done => break,
+                Step::File(io) if order.last() != Some(&io.op) => order.push(io.op),
+                Step::Accesses if in_harness > 0 => {
+                    assert_eq!(
+                        in_harness as usize,
+                        out.len(),
+                        "a batch of harness touches only"
+                    );
+                    assert!(out.iter().all(|a| a.kind == K_WRITE | K_STREAM));
+                    assert_eq!(
+                        order,
+                        vec![FileOp::DropCaches],
+                        "after the drop, before the untar"
+                    );
+                    seen += in_harness;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(seen, 512, "each harness page touched exactly once");
+        let names: Vec<String> = vmas(data, 512).into_iter().map(|v| v.0).collect();
+        assert_eq!(names, ["heap", "harness", "mmap", "stack"]);
     }
 
     fn drain(g: &mut ParsecGen) -> Vec<u64> {

@@ -746,7 +746,7 @@ pub fn build(
                     wi,
                     name,
                     p.cpu_node.unwrap_or(first_cpu),
-                    p.rss.pages_ceil().0 as u32,
+                    (p.rss.pages_ceil().0 as u32, p.harness.pages_ceil().0 as u32),
                     (p.cpu_per_access, p.start, None),
                     Generator::Parsec(crate::workload::damon_workloads::ParsecGen::new(p)),
                 )?);
@@ -758,7 +758,7 @@ pub fn build(
                     wi,
                     name,
                     h.cpu_node.unwrap_or(first_cpu),
-                    h.size.pages_ceil().0 as u32,
+                    (h.size.pages_ceil().0 as u32, 0),
                     (h.cpu_per_access, h.start, h.duration),
                     Generator::HotRegions(crate::workload::damon_workloads::HotRegionsGen::new(h)),
                 )?);
@@ -1166,13 +1166,13 @@ pub enum WorkloadResult {
 
 /// The one thread of a DAMON-evaluation workload (`parsec`, `hotregions`): a process with
 /// the heap/mmap/stack layout of `damon_workloads::vmas`, one access in flight.
-/// `timing` is (CPU per access, start, run duration).
+/// `pages` is (data pages, harness pages); `timing` is (CPU per access, start, run duration).
 fn damon_workload_thread(
     kernel: &mut Kernel,
     workload: usize,
     name: String,
     cpu: NodeId,
-    pages: u32,
+    pages: (u32, u32),
     timing: (SimDuration, SimDuration, Option<SimDuration>),
     generator: Generator,
 ) -> Result<ThreadSpec, crate::SimError> {
@@ -1180,7 +1180,7 @@ fn damon_workload_thread(
         name,
         cpu,
         Default::default(),
-        crate::workload::damon_workloads::vmas(pages),
+        crate::workload::damon_workloads::vmas(pages.0, pages.1),
     )?;
     Ok(ThreadSpec {
         cpu_per_access: timing.0,
