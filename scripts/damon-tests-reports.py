@@ -13,8 +13,8 @@ statistics (memused.avg from MemFree, runtime, kdamond CPU).
 
 Usage: damon-tests-reports.py GIT_DIR [--variant pdarc_v4_2_2] [--markdown]
 GIT_DIR is a checkout or bare clone of damonitor/damonitor.github.io (read with `git show`).
-Prints, per workload, the median and the quartiles over the reports of the variant's
-memused.avg saving, runtime overhead and kdamond CPU against the same report's `orig` column
+Prints, per workload, the median and the quartiles over the reports of `orig`'s memused.avg
+(kB in the reports, MiB here), the variant's memused.avg saving, runtime overhead and kdamond CPU against the same report's `orig` column
 and its major faults (refaults from zram and re-reads of dropped page cache), then the mean
 over workloads per report (the figure the seed's table gives), summarised over the reports.
 """
@@ -94,6 +94,7 @@ def main():
             c = cpu[w][a.variant]
             for k, v in (("saving", s), ("slowdown", d)):
                 per.setdefault(w, {}).setdefault(k, []).append(v)
+            per[w].setdefault("orig_mib", []).append(mem[w]["orig"] / 1024)
             if a.variant in majf.get(w, {}):
                 per[w].setdefault("majflt", []).append(majf[w][a.variant])
             # A report whose kdamond CPU column is 0 did not find the kdamond: not a figure.
@@ -115,12 +116,14 @@ def main():
     print(f"# {a.variant} against orig: {used} daily reports, kernels {kv[0]} .. {kv[-1]}")
     print("# per workload: median [quartiles] over the reports; saving = memused.avg cut, %;")
     print("# kdamond CPU over the reports that measured it (> 0)")
-    hdr = ("workload", "reports", "saving %", "slowdown %", "kdamond CPU %", "major faults")
+    hdr = ("workload", "reports", "orig memused MiB", "saving %", "slowdown %", "kdamond CPU %",
+           "major faults")
     if a.markdown:
         print("| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
     for w in sorted(per):
         m = per[w]
-        cells = [w, str(len(m["saving"]))]
+        q1, med, q3 = quartiles(m["orig_mib"])
+        cells = [w, str(len(m["saving"])), f"{med:.0f} [{q1:.0f}, {q3:.0f}]"]
         for k in ("saving", "slowdown", "cpu"):
             q1, med, q3 = quartiles(m.get(k, []))
             cells.append(f"{med:.1f} [{q1:.1f}, {q3:.1f}]")
