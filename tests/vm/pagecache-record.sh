@@ -24,7 +24,7 @@ command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 ROOT=$WORK/root
-mkdir -p "$ROOT/modules"
+mkdir -p "$ROOT"/{bin,modules}
 gcc -O2 -static -o "$ROOT/bin/pcread" tests/vm/pcread.c
 gcc -O2 -o "$WORK/pcread-host" tests/vm/pcread.c
 cp tests/vm/pagecache-guest.sh "$ROOT/init"
