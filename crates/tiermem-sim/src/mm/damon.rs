@@ -188,11 +188,6 @@ impl SimOps<'_> {
         }
     }
 
-    /// Clear the accessed bits of the PTEs that map a frame (a page-cache folio has none).
-    fn clear_young_of(&mut self, n: usize, pfn: u32) {
-        self.test_and_clear_young_of(n, pfn);
-    }
-
     /// Test and clear the accessed bits of the PTEs that map a frame: its process's PTE, a
     /// KSM page's every mapping (`rmap_walk_ksm`), none for a page-cache folio.
     fn test_and_clear_young_of(&mut self, n: usize, pfn: u32) -> bool {
@@ -310,7 +305,7 @@ impl SimOps<'_> {
         match action {
             DamosAction::Pageout => {
                 // reclaim_pages → shrink_folio_list ignoring references, no demotion.
-                self.clear_young_of(n, pfn);
+                self.test_and_clear_young_of(n, pfn);
                 if self.kernel.nodes[n].frames[pfn as usize].owner == OWNER_FILE {
                     return self.pageout_file_folio(n, pfn);
                 }
@@ -324,7 +319,7 @@ impl SimOps<'_> {
             DamosAction::Cold | DamosAction::LruDeprio => {
                 // folio_deactivate (MADV_COLD also clears young and referenced).
                 if action == DamosAction::Cold {
-                    self.clear_young_of(n, pfn);
+                    self.test_and_clear_young_of(n, pfn);
                     self.kernel.nodes[n].frames[pfn as usize].flags &= !F_YOUNG;
                 }
                 let node = &mut self.kernel.nodes[n];

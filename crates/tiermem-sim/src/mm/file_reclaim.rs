@@ -277,10 +277,7 @@ impl Kernel {
             if f.flags & F_DIRTY != 0 {
                 f.flags |= F_RECLAIM;
                 dirty += 1;
-                // move_folios_to_lru ages nonresident_age for each folio put back active.
-                self.nodes[n].nonresident_age += 1;
-                self.nodes[n].lru_add(Lru::ActiveFile, pfn);
-                self.vmstat.inc(n, Vm::Pgactivate);
+                self.putback_active(n, Lru::ActiveFile, pfn);
             } else {
                 self.remove_mapping(n, pfn, true);
                 res.reclaimed += 1;

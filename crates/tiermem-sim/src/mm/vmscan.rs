@@ -215,6 +215,14 @@ impl Kernel {
             .sum()
     }
 
+    /// `move_folios_to_lru` putting a folio back on an active list: it counts `pgactivate`
+    /// and ages the node's `nonresident_age` (`workingset_age_nonresident`).
+    pub(super) fn putback_active(&mut self, n: usize, list: Lru, pfn: u32) {
+        self.nodes[n].nonresident_age += 1;
+        self.nodes[n].lru_add(list, pfn);
+        self.vmstat.inc(n, Vm::Pgactivate);
+    }
+
     pub(super) fn kswapd_sleep(&mut self, n: usize) {
         let k = &mut self.kswapd[n];
         k.awake = false;
@@ -411,10 +419,7 @@ impl Kernel {
             if refs > 0 {
                 f.flags |= F_REFERENCED;
                 if referenced_folio {
-                    // move_folios_to_lru ages nonresident_age for each folio put back active.
-                    self.nodes[n].nonresident_age += 1;
-                    self.nodes[n].lru_add(Lru::ActiveAnon, pfn);
-                    self.vmstat.inc(n, Vm::Pgactivate);
+                    self.putback_active(n, Lru::ActiveAnon, pfn);
                 } else {
                     self.nodes[n].lru_add(Lru::InactiveAnon, pfn);
                 }
@@ -434,10 +439,7 @@ impl Kernel {
                     res.cost += cost;
                 }
                 None => {
-                    // move_folios_to_lru ages nonresident_age for each folio put back active.
-                    self.nodes[n].nonresident_age += 1;
-                    self.nodes[n].lru_add(Lru::ActiveAnon, pfn);
-                    self.vmstat.inc(n, Vm::Pgactivate);
+                    self.putback_active(n, Lru::ActiveAnon, pfn);
                 }
             }
         }
