@@ -24,6 +24,10 @@ pub struct ExperimentArgs {
     /// Do not draw the PNG plots.
     #[arg(long)]
     pub no_plots: bool,
+    /// Run every variant once per seed (`--seeds 4,5,6,7`) and report each figure's mean
+    /// and standard deviation over them; replaces the experiment file's `seeds`.
+    #[arg(long, value_delimiter = ',', value_name = "SEED,...")]
+    pub seeds: Option<Vec<u64>>,
 }
 
 #[derive(Args)]
@@ -73,7 +77,10 @@ pub struct TuneArgs {
 }
 
 pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
-    cmd_experiment(a.name, a.out, a.list, a.all, a.no_plots)
+    if let Some(seeds) = &a.seeds {
+        tiermem_lab::seeds::check(seeds).map_err(|m| input(format!("--seeds: {m}")))?;
+    }
+    cmd_experiment(a.name, a.out, a.list, a.all, a.no_plots, a.seeds)
 }
 
 pub fn tune(a: TuneArgs) -> Result<(), Failure> {
@@ -209,6 +216,7 @@ fn cmd_experiment(
     list: bool,
     all: bool,
     no_plots: bool,
+    seeds: Option<Vec<u64>>,
 ) -> Result<(), Failure> {
     if list {
         let list = experiment_file::builtins();
@@ -219,7 +227,7 @@ fn cmd_experiment(
         return Ok(());
     }
     let out = out.ok_or_else(|| input("--out DIR is required"))?;
-    let exps: Vec<experiment::Experiment> = if all {
+    let mut exps: Vec<experiment::Experiment> = if all {
         experiment_file::builtins()
             .iter()
             .map(|(n, _)| experiment_file::builtin(n).expect("listed"))
@@ -229,6 +237,11 @@ fn cmd_experiment(
             name.ok_or_else(|| input("give an experiment name or file (see --list), or --all"))?;
         vec![named_experiment(&name)?]
     };
+    if let Some(seeds) = seeds {
+        for e in &mut exps {
+            e.seeds = seeds.clone();
+        }
+    }
     let mut outcomes = Vec::with_capacity(exps.len());
     for e in &exps {
         let dir = if all { out.join(&e.name) } else { out.clone() };
@@ -282,8 +295,16 @@ fn run_one_experiment(
     dir: &Path,
     no_plots: bool,
 ) -> Result<Outcome, Failure> {
-    eprintln!("experiment {}: {} variants", e.name, e.variants.len());
-    let pb = progress_bar(e.variants.len() as u64, &e.name);
+    let runs = e.variants.len() * e.seeds.len().max(1);
+    match e.seeds.len() {
+        0 => eprintln!("experiment {}: {} variants", e.name, e.variants.len()),
+        n => eprintln!(
+            "experiment {}: {} variants × {n} seeds = {runs} runs",
+            e.name,
+            e.variants.len()
+        ),
+    }
+    let pb = progress_bar(runs as u64, &e.name);
     let t0 = Instant::now();
     let results = experiment::run(e, dir, &|done, n, vname| {
         if let Some(pb) = &pb {

@@ -25,7 +25,7 @@
 use crate::published::{verdict, Agreement, Tolerance};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tiermem_core::config::SimConfig;
 use tiermem_core::topology::Topology;
 use tiermem_sim::engine::Simulation;
@@ -235,20 +235,62 @@ pub struct StepResult {
     /// (None without a published change).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub within_published: Option<bool>,
+    /// Over several seeds: the change in each seed (its `to` against its `from`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_seed: Option<SeedSpread>,
+}
+
+/// A step's change seed by seed (the step itself is judged on the means).
+#[derive(Clone, Debug, Serialize)]
+pub struct SeedSpread {
+    /// Standard deviation of the per-seed changes, percentage points.
+    pub sd_pct: Option<f64>,
+    /// Seeds in which the expected direction holds.
+    pub holds: usize,
+    /// Seeds with both values.
+    pub seeds: usize,
+}
+
+/// The step's change in each seed that produced both values.
+fn step_spread(st: &Step, from: &VariantResult, to: &VariantResult) -> Option<SeedSpread> {
+    if from.per_seed.is_empty() {
+        return None;
+    }
+    let pairs: Vec<(f64, f64)> = from
+        .per_seed
+        .iter()
+        .filter_map(|(seed, fm)| {
+            let (_, tm) = to.per_seed.iter().find(|(s, _)| s == seed)?;
+            Some((*fm.get(&st.metric)?, *tm.get(&st.metric)?))
+        })
+        .collect();
+    let pcts: Vec<f64> = pairs
+        .iter()
+        .filter(|(a, _)| *a != 0.0)
+        .map(|(a, b)| (b - a) / a * 100.0)
+        .collect();
+    Some(SeedSpread {
+        sd_pct: crate::seeds::mean_sd(&pcts).and_then(|(_, sd)| sd),
+        holds: pairs
+            .iter()
+            .filter(|(a, b)| st.expect.holds(*a, *b))
+            .count(),
+        seeds: pairs.len(),
+    })
 }
 
 /// Evaluate the steps of an experiment on its results.
 pub fn evaluate_steps(exp: &Experiment, results: &[VariantResult]) -> Vec<StepResult> {
-    let value = |v: &str, m: &str| {
-        results
-            .iter()
-            .find(|r| r.name == v)
-            .and_then(|r| r.metrics.get(m).copied())
-    };
+    let row = |v: &str| results.iter().find(|r| r.name == v);
+    let value = |v: &str, m: &str| row(v).and_then(|r| r.metrics.get(m).copied());
     exp.steps
         .iter()
         .map(|st| {
             let (a, b) = (value(&st.from, &st.metric), value(&st.to, &st.metric));
+            let per_seed = match (row(&st.from), row(&st.to)) {
+                (Some(f), Some(t)) => step_spread(st, f, t),
+                _ => None,
+            };
             let (simulated_pct, holds) = match (a, b) {
                 (Some(a), Some(b)) => (
                     (a != 0.0).then(|| (b - a) / a * 100.0),
@@ -264,6 +306,7 @@ pub fn evaluate_steps(exp: &Experiment, results: &[VariantResult]) -> Vec<StepRe
                 simulated_pct,
                 holds,
                 within_published,
+                per_seed,
             }
         })
         .collect()
@@ -286,6 +329,9 @@ pub struct Experiment {
     /// Why a figure differs from its published value: row (variant or derived row) →
     /// metric → explanation, shown in the report where the figure is outside its tolerance.
     pub explain: BTreeMap<String, BTreeMap<String, String>>,
+    /// The seeds every variant runs with (empty: once, with the config's own `seed`); see
+    /// [`crate::seeds`].
+    pub seeds: Vec<u64>,
 }
 
 /// Every published figure of the results against its simulated value, in row order.
@@ -295,7 +341,9 @@ pub fn agreements(exp: &Experiment, results: &[VariantResult]) -> Vec<Agreement>
         .flat_map(|r| {
             r.published.iter().map(|(m, p)| {
                 let why = exp.explain.get(&r.name).and_then(|e| e.get(m));
-                Agreement::figure(&r.name, m, r.metrics.get(m).copied(), *p, why)
+                let mut a = Agreement::figure(&r.name, m, r.metrics.get(m).copied(), *p, why);
+                a.simulated_sd = r.sd.get(m).copied();
+                a
             })
         })
         .collect()
@@ -313,6 +361,10 @@ pub struct VariantResult {
     pub published: BTreeMap<String, f64>,
     pub timeline_csv: String,
     pub summary_json: String,
+    /// Each metric's standard deviation over the seeds (empty for one seed).
+    pub sd: BTreeMap<String, f64>,
+    /// Each seed's metrics (empty for one seed), for the steps' per-seed changes.
+    pub per_seed: Vec<(u64, BTreeMap<String, f64>)>,
 }
 
 /// Look a metric path up in a JSON value (`workloads[0].score_accesses_per_s`, `vmstat.pswpout`).
@@ -385,148 +437,249 @@ pub fn run_all_on(
 }
 
 /// Run every variant (in parallel on the available cores, results in variant order) and
-/// write `results.json`, `report.md` and the per-variant files under `out`.
-#[allow(
-    clippy::expect_used,
-    reason = "a resolved config serialises (it was deserialised from TOML)"
-)]
+/// write `results.json`, `report.md` and the per-variant files under `out`. With
+/// [`Experiment::seeds`], every variant runs once per seed (its files under
+/// `variants/<name>/seed-<seed>/`), derived metrics relate runs of the same seed, and each
+/// result holds the mean over the seeds with the deviation beside it ([`crate::seeds`]).
 pub fn run(
     exp: &Experiment,
     out: &Path,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
 ) -> Result<Vec<VariantResult>, SimError> {
-    let io = |p: &Path, e: std::io::Error| SimError::Io {
-        path: p.display().to_string(),
-        source: e,
+    std::fs::create_dir_all(out).map_err(|e| io_error(out, e))?;
+    let seeds: Vec<Option<u64>> = if exp.seeds.is_empty() {
+        vec![None]
+    } else {
+        exp.seeds.iter().copied().map(Some).collect()
     };
-    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
-    let configs: Vec<SimConfig> = exp
-        .variants
-        .iter()
-        .map(|v| {
-            SimConfig::from_value(
-                &v.config,
-                &format!("experiment {} variant {}", exp.name, v.name),
-            )
-        })
-        .collect::<Result<_, _>>()?;
-    let runs = run_all(&configs, &|done, n, i| {
-        progress(done, n, &exp.variants[i].name)
-    });
-    let mut results = Vec::new();
-    for (i, (v, r)) in exp.variants.iter().zip(runs).enumerate() {
-        let r = r?;
-        let summary_json = serde_json::to_string_pretty(&r.summary).expect("summary serialises");
-        let sv: serde_json::Value = serde_json::from_str(&summary_json).expect("valid json");
-        let mut metrics = BTreeMap::new();
-        for m in &exp.metrics {
-            if let Some(x) = metric(&sv, m) {
-                metrics.insert(m.clone(), x);
-            }
+    let mut configs = Vec::with_capacity(seeds.len() * exp.variants.len());
+    for seed in &seeds {
+        for v in &exp.variants {
+            configs.push(seeded_config(exp, v, *seed)?);
         }
-        for (k, x) in &v.labels {
-            metrics.insert(k.clone(), *x);
-        }
-        for (vn, d) in &exp.derive {
-            if vn != &v.name {
-                continue;
-            }
-            match d {
-                Derive::LoadedLatencyCurve {
-                    node,
-                    read_fraction,
-                } => {
-                    let topo = Topology::new(&configs[i].machine)?;
-                    let nd = &topo.nodes[*node];
-                    let bw = metric(&sv, "workloads[0].bandwidth_mbps").unwrap_or(0.0) * 1e6;
-                    let lat = metric(&sv, "workloads[0].latency_ns").unwrap_or(0.0);
-                    let bsat = nd.curve.bsat(*read_fraction);
-                    let u = bw / bsat;
-                    let curve =
-                        nd.read_latency.ns_f64() * nd.curve.factor_or_saturated(u, *read_fraction);
-                    if u < SATURATION_CHECK_U {
-                        metrics.insert("curve_latency_ns".into(), curve);
-                    }
-                    metrics.insert("utilisation".into(), u);
-                    // Near saturation the curve is too steep for a latency comparison to mean
-                    // anything; there the check is horizontal: the delivered bandwidth against
-                    // the bandwidth at which the curve gives the measured latency. Throttled
-                    // (from U_CAP) the node must deliver Bsat.
-                    let err = if u < SATURATION_CHECK_U {
-                        (lat - curve) / curve
-                    } else if u < tiermem_core::timing::U_CAP {
-                        let factor = lat / nd.read_latency.ns_f64();
-                        let b_curve = nd.curve.utilisation_at(factor, *read_fraction) * bsat;
-                        (bw - b_curve) / b_curve
-                    } else {
-                        (bw - bsat) / bsat
-                    };
-                    metrics.insert("curve_error_pct".into(), err * 100.0);
-                }
-                Derive::RelativeToBaseline { baseline } => {
-                    let Some(b) = results
-                        .iter()
-                        .find(|r: &&VariantResult| &r.name == baseline)
-                    else {
-                        continue;
-                    };
-                    let bv: serde_json::Value =
-                        serde_json::from_str(&b.summary_json).expect("valid json");
-                    if let Some(saving) = memory_saving_pct(&bv, &sv) {
-                        metrics.insert("memory_saving_pct".into(), saving);
-                    }
-                    let (mut sum, mut n) = (0.0, 0);
-                    for i in 0.. {
-                        let key = format!("workloads[{i}].runtime_seconds");
-                        let (Some(x), Some(y)) = (metric(&sv, &key), metric(&bv, &key)) else {
-                            break;
-                        };
-                        if y > 0.0 {
-                            sum += x / y - 1.0;
-                            n += 1;
-                        }
-                    }
-                    if n > 0 {
-                        metrics.insert("slowdown_pct".into(), sum / n as f64 * 100.0);
-                    }
-                    let (mut cpu, mut mon) = (0.0, 0.0);
-                    for i in 0.. {
-                        let Some(c) = metric(&sv, &format!("damon[{i}].cpu_percent")) else {
-                            break;
-                        };
-                        cpu += c;
-                        mon +=
-                            metric(&sv, &format!("damon[{i}].monitor_cpu_percent")).unwrap_or(0.0);
-                    }
-                    metrics.insert("damon_cpu_pct".into(), cpu);
-                    metrics.insert("damon_monitor_cpu_pct".into(), mon);
-                }
-                // Rows across variants: computed once every variant has run.
-                Derive::BestOf { .. } | Derive::Relative { .. } => {}
-            }
-        }
-        let vdir = out.join("variants").join(&v.name);
-        std::fs::create_dir_all(&vdir).map_err(|e| io(&vdir, e))?;
-        let cfg_text = toml::to_string(&v.config).expect("config serialises");
-        for (f, body) in [
-            ("config.toml", &cfg_text),
-            ("summary.json", &summary_json),
-            ("timeline.csv", &r.timeline_csv),
-        ] {
-            let p = vdir.join(f);
-            std::fs::write(&p, body).map_err(|e| io(&p, e))?;
-        }
-        results.push(VariantResult {
-            name: v.name.clone(),
-            metrics,
-            published: v.published.clone(),
-            timeline_csv: format!("variants/{}/timeline.csv", v.name),
-            summary_json,
-        });
     }
+    let nv = exp.variants.len();
+    let label = |i: usize| match seeds[i / nv] {
+        Some(s) => format!("{} (seed {s})", exp.variants[i % nv].name),
+        None => exp.variants[i % nv].name.clone(),
+    };
+    let mut runs = run_all(&configs, &|done, n, i| progress(done, n, &label(i))).into_iter();
+    let mut per_seed = Vec::with_capacity(seeds.len());
+    for (k, seed) in seeds.iter().enumerate() {
+        let mut results: Vec<VariantResult> = Vec::with_capacity(nv);
+        for (i, v) in exp.variants.iter().enumerate() {
+            let Some(r) = runs.next() else { break };
+            let r = r?;
+            let r = variant_result(exp, v, &configs[k * nv + i], r, *seed, &results, out)?;
+            results.push(r);
+        }
+        per_seed.push((*seed, results));
+    }
+    let mut results = combine_seeds(per_seed);
     cross_variant_rows(exp, &mut results);
     write_results(exp, out, &results)?;
     Ok(results)
+}
+
+fn io_error(p: &Path, e: std::io::Error) -> SimError {
+    SimError::Io {
+        path: p.display().to_string(),
+        source: e,
+    }
+}
+
+/// A variant's config, with the experiment's `seed` in place of the base's when it runs
+/// over several seeds.
+fn seeded_config(exp: &Experiment, v: &Variant, seed: Option<u64>) -> Result<SimConfig, SimError> {
+    let mut value = v.config.clone();
+    if let (Some(s), Some(t)) = (seed, value.as_table_mut()) {
+        // Seeds are checked to fit a TOML integer when they are read.
+        t.insert("seed".into(), toml::Value::Integer(s as i64));
+    }
+    let origin = match seed {
+        Some(s) => format!("experiment {} variant {} seed {s}", exp.name, v.name),
+        None => format!("experiment {} variant {}", exp.name, v.name),
+    };
+    Ok(SimConfig::from_value(&value, &origin)?)
+}
+
+/// One run's result: its metrics (with those derived against `earlier` variants of the same
+/// seed), its files written under `variants/<name>/` (`…/seed-<seed>/` with a seed).
+#[allow(
+    clippy::expect_used,
+    reason = "a summary and a resolved config serialise (the config was deserialised from TOML)"
+)]
+fn variant_result(
+    exp: &Experiment,
+    v: &Variant,
+    cfg: &SimConfig,
+    r: tiermem_sim::engine::SimResult,
+    seed: Option<u64>,
+    earlier: &[VariantResult],
+    out: &Path,
+) -> Result<VariantResult, SimError> {
+    let summary_json = serde_json::to_string_pretty(&r.summary).expect("summary serialises");
+    let sv: serde_json::Value = serde_json::from_str(&summary_json).expect("valid json");
+    let mut metrics = BTreeMap::new();
+    for m in &exp.metrics {
+        if let Some(x) = metric(&sv, m) {
+            metrics.insert(m.clone(), x);
+        }
+    }
+    for (k, x) in &v.labels {
+        metrics.insert(k.clone(), *x);
+    }
+    for (vn, d) in &exp.derive {
+        if vn != &v.name {
+            continue;
+        }
+        match d {
+            Derive::LoadedLatencyCurve {
+                node,
+                read_fraction,
+            } => loaded_latency_curve(cfg, *node, *read_fraction, &sv, &mut metrics)?,
+            Derive::RelativeToBaseline { baseline } => {
+                if let Some(b) = earlier.iter().find(|r| &r.name == baseline) {
+                    let bv: serde_json::Value =
+                        serde_json::from_str(&b.summary_json).expect("valid json");
+                    relative_to_baseline(&bv, &sv, &mut metrics);
+                }
+            }
+            // Rows across variants: computed once every variant has run.
+            Derive::BestOf { .. } | Derive::Relative { .. } => {}
+        }
+    }
+    let rel = match seed {
+        Some(s) => format!("variants/{}/seed-{s}", v.name),
+        None => format!("variants/{}", v.name),
+    };
+    let vdir = out.join(&rel);
+    std::fs::create_dir_all(&vdir).map_err(|e| io_error(&vdir, e))?;
+    let cfg_text = toml::to_string(&v.config).expect("config serialises");
+    let cfg_text = match seed {
+        Some(s) => format!("{cfg_text}\n# run with seed = {s} (the experiment's seeds)\n"),
+        None => cfg_text,
+    };
+    for (f, body) in [
+        ("config.toml", &cfg_text),
+        ("summary.json", &summary_json),
+        ("timeline.csv", &r.timeline_csv),
+    ] {
+        let p = vdir.join(f);
+        std::fs::write(&p, body).map_err(|e| io_error(&p, e))?;
+    }
+    Ok(VariantResult {
+        name: v.name.clone(),
+        metrics,
+        published: v.published.clone(),
+        timeline_csv: format!("{rel}/timeline.csv"),
+        summary_json,
+        sd: BTreeMap::new(),
+        per_seed: Vec::new(),
+    })
+}
+
+/// Loaded-latency check: the curve's latency at the measured bandwidth of `node`, and the
+/// relative error of the measured latency against it.
+fn loaded_latency_curve(
+    cfg: &SimConfig,
+    node: usize,
+    read_fraction: f64,
+    sv: &serde_json::Value,
+    metrics: &mut BTreeMap<String, f64>,
+) -> Result<(), SimError> {
+    let topo = Topology::new(&cfg.machine)?;
+    let nd = &topo.nodes[node];
+    let bw = metric(sv, "workloads[0].bandwidth_mbps").unwrap_or(0.0) * 1e6;
+    let lat = metric(sv, "workloads[0].latency_ns").unwrap_or(0.0);
+    let bsat = nd.curve.bsat(read_fraction);
+    let u = bw / bsat;
+    let curve = nd.read_latency.ns_f64() * nd.curve.factor_or_saturated(u, read_fraction);
+    if u < SATURATION_CHECK_U {
+        metrics.insert("curve_latency_ns".into(), curve);
+    }
+    metrics.insert("utilisation".into(), u);
+    // Near saturation the curve is too steep for a latency comparison to mean anything;
+    // there the check is horizontal: the delivered bandwidth against the bandwidth at which
+    // the curve gives the measured latency. Throttled (from U_CAP) the node must deliver
+    // Bsat.
+    let err = if u < SATURATION_CHECK_U {
+        (lat - curve) / curve
+    } else if u < tiermem_core::timing::U_CAP {
+        let factor = lat / nd.read_latency.ns_f64();
+        let b_curve = nd.curve.utilisation_at(factor, read_fraction) * bsat;
+        (bw - b_curve) / b_curve
+    } else {
+        (bw - bsat) / bsat
+    };
+    metrics.insert("curve_error_pct".into(), err * 100.0);
+    Ok(())
+}
+
+/// Against the baseline's summary `bv`: `memory_saving_pct`, `slowdown_pct` (mean over the
+/// workloads with a runtime) and kdamond CPU (`damon_cpu_pct`, `damon_monitor_cpu_pct`).
+fn relative_to_baseline(
+    bv: &serde_json::Value,
+    sv: &serde_json::Value,
+    metrics: &mut BTreeMap<String, f64>,
+) {
+    if let Some(saving) = memory_saving_pct(bv, sv) {
+        metrics.insert("memory_saving_pct".into(), saving);
+    }
+    let (mut sum, mut n) = (0.0, 0);
+    for i in 0.. {
+        let key = format!("workloads[{i}].runtime_seconds");
+        let (Some(x), Some(y)) = (metric(sv, &key), metric(bv, &key)) else {
+            break;
+        };
+        if y > 0.0 {
+            sum += x / y - 1.0;
+            n += 1;
+        }
+    }
+    if n > 0 {
+        metrics.insert("slowdown_pct".into(), sum / n as f64 * 100.0);
+    }
+    let (mut cpu, mut mon) = (0.0, 0.0);
+    for i in 0.. {
+        let Some(c) = metric(sv, &format!("damon[{i}].cpu_percent")) else {
+            break;
+        };
+        cpu += c;
+        mon += metric(sv, &format!("damon[{i}].monitor_cpu_percent")).unwrap_or(0.0);
+    }
+    metrics.insert("damon_cpu_pct".into(), cpu);
+    metrics.insert("damon_monitor_cpu_pct".into(), mon);
+}
+
+/// The variants' results over the seeds: one seed's as they are; several seeds' as the
+/// mean of each metric with its deviation, each seed's metrics kept for the steps, and the
+/// first seed's summary and timeline standing for the variant.
+fn combine_seeds(per_seed: Vec<(Option<u64>, Vec<VariantResult>)>) -> Vec<VariantResult> {
+    if per_seed.len() <= 1 {
+        return per_seed.into_iter().next().map_or(Vec::new(), |(_, r)| r);
+    }
+    let Some((_, first)) = per_seed.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let runs: Vec<(u64, &VariantResult)> = per_seed
+                .iter()
+                .filter_map(|(s, rs)| Some(((*s)?, rs.get(i)?)))
+                .collect();
+            let maps: Vec<&BTreeMap<String, f64>> = runs.iter().map(|(_, r)| &r.metrics).collect();
+            let (metrics, sd) = crate::seeds::combine(&maps);
+            VariantResult {
+                metrics,
+                sd,
+                per_seed: runs.iter().map(|(s, r)| (*s, r.metrics.clone())).collect(),
+                ..r.clone()
+            }
+        })
+        .collect()
 }
 
 /// The derived metrics that need other variants' results: `BestOf` rows (inserted before
@@ -586,22 +739,29 @@ fn cross_variant_rows(exp: &Experiment, results: &mut Vec<VariantResult>) {
     reason = "serialising tiermem's own result types cannot fail"
 )]
 fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Result<(), SimError> {
-    let io = |p: PathBuf, e: std::io::Error| SimError::Io {
-        path: p.display().to_string(),
-        source: e,
-    };
     #[derive(Serialize)]
     struct VariantOut<'a> {
         name: &'a str,
         metrics: &'a BTreeMap<String, f64>,
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        sd: &'a BTreeMap<String, f64>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        per_seed: Vec<SeedOut<'a>>,
         published: &'a BTreeMap<String, f64>,
         timeline_csv: &'a str,
+    }
+    #[derive(Serialize)]
+    struct SeedOut<'a> {
+        seed: u64,
+        metrics: &'a BTreeMap<String, f64>,
     }
     #[derive(Serialize)]
     struct ResultsOut<'a> {
         experiment: &'a str,
         description: &'a str,
         version: &'a str,
+        #[serde(skip_serializing_if = "<[u64]>::is_empty")]
+        seeds: &'a [u64],
         variants: Vec<VariantOut<'a>>,
         steps: Vec<StepResult>,
         published: Vec<Agreement>,
@@ -611,11 +771,21 @@ fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Res
         experiment: &exp.name,
         description: &exp.description,
         version: env!("CARGO_PKG_VERSION"),
+        seeds: &exp.seeds,
         variants: results
             .iter()
             .map(|r| VariantOut {
                 name: &r.name,
                 metrics: &r.metrics,
+                sd: &r.sd,
+                per_seed: r
+                    .per_seed
+                    .iter()
+                    .map(|(seed, metrics)| SeedOut {
+                        seed: *seed,
+                        metrics,
+                    })
+                    .collect(),
                 published: &r.published,
                 timeline_csv: &r.timeline_csv,
             })
@@ -629,10 +799,34 @@ fn write_results(exp: &Experiment, out: &Path, results: &[VariantResult]) -> Res
         &p,
         serde_json::to_string_pretty(&ro).expect("results serialise"),
     )
-    .map_err(|e| io(p.clone(), e))?;
+    .map_err(|e| io_error(&p, e))?;
     let p = out.join("report.md");
-    std::fs::write(&p, report_markdown(exp, results)).map_err(|e| io(p.clone(), e))?;
+    std::fs::write(&p, report_markdown(exp, results)).map_err(|e| io_error(&p, e))?;
     Ok(())
+}
+
+/// A figure, with its deviation over the seeds where there is one: `25.1 ± 2.9`.
+fn with_sd(x: f64, sd: Option<f64>) -> String {
+    match sd {
+        Some(sd) => format!("{} ± {}", fmt_num(x), fmt_num(sd)),
+        None => fmt_num(x),
+    }
+}
+
+/// The report's paragraph on the seeds, for an experiment run over several.
+fn seeds_paragraph(exp: &Experiment) -> String {
+    if exp.seeds.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = exp.seeds.iter().map(u64::to_string).collect();
+    format!(
+        "Every variant ran with seeds {}: each figure is the mean over the seeds ± the sample \
+         standard deviation; a derived figure (saving, slowdown, CPU) relates runs of the same \
+         seed. A step is judged on the means; beside it, the deviation of the per-seed changes \
+         and the seeds in which its direction holds. The per-workload table and the plots show \
+         the first seed's runs.\n\n",
+        list.join(", ")
+    )
 }
 
 fn fmt_num(x: f64) -> String {
@@ -659,6 +853,7 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
         exp.description,
         env!("CARGO_PKG_VERSION")
     );
+    s.push_str(&seeds_paragraph(exp));
     let mut cols: Vec<String> = exp.metrics.clone();
     for r in results {
         for k in r.metrics.keys() {
@@ -688,7 +883,10 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
         s.push_str(&format!("| {} |", r.name));
         for c in &cols {
             let v = r.metrics.get(c);
-            s.push_str(&format!(" {} |", v.map_or("–".into(), |x| fmt_num(*x))));
+            s.push_str(&format!(
+                " {} |",
+                v.map_or("–".into(), |x| with_sd(*x, r.sd.get(c).copied()))
+            ));
             if has_pub && results.iter().any(|rr| rr.published.contains_key(c)) {
                 match (v, r.published.get(c)) {
                     (Some(x), Some(p)) => s.push_str(&format!(" {} | {:.2} |", fmt_num(*p), x / p)),
@@ -759,9 +957,13 @@ fn per_workload_section(exp: &Experiment, results: &[VariantResult]) -> String {
     if rows.is_empty() {
         return String::new();
     }
+    let of_seed = results
+        .first()
+        .and_then(|r| r.per_seed.first())
+        .map_or(String::new(), |(seed, _)| format!(", seed {seed}"));
     let mut s = format!(
         "\n## Memory saving per workload\n\nmemused.avg of `{baseline}` (MiB) and each variant's \
-         saving against it (%).\n\n| workload | {baseline} |"
+         saving against it (%{of_seed}).\n\n| workload | {baseline} |"
     );
     for (name, _) in &others {
         s.push_str(&format!(" {name} |"));
@@ -800,7 +1002,8 @@ fn published_section(exp: &Experiment, results: &[VariantResult]) -> String {
             "| {} | {} | {} | {} | {ratio} | {} | {} | {} |\n",
             a.row,
             a.metric,
-            a.simulated.map_or("–".into(), fmt_num),
+            a.simulated
+                .map_or("–".into(), |x| with_sd(x, a.simulated_sd)),
             fmt_num(a.published),
             a.tolerance.describe(),
             verdict(a.within),
@@ -822,19 +1025,31 @@ fn steps_section(steps: &[StepResult]) -> String {
     s.push_str("|---|---|---:|---:|---|---|---|---|\n");
     let pct = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:+.1} %"));
     for r in steps {
+        let spread = r.per_seed.as_ref();
+        let simulated = match spread.and_then(|p| p.sd_pct) {
+            Some(sd) => format!("{} ± {sd:.1}", pct(r.simulated_pct)),
+            None => pct(r.simulated_pct),
+        };
+        let holds = match (r.step.expect, r.holds) {
+            (Expect::Reported, _) => "–",
+            (_, true) => "yes",
+            (_, false) => "**no**",
+        };
+        let holds = match spread {
+            Some(p) if r.step.expect != Expect::Reported => {
+                format!("{holds} ({} of {} seeds)", p.holds, p.seeds)
+            }
+            _ => holds.to_string(),
+        };
         s.push_str(&format!(
             "| {} → {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.step.from,
             r.step.to,
             r.step.metric,
-            pct(r.simulated_pct),
+            simulated,
             pct(r.step.published_pct),
             r.step.expect.describe(),
-            match (r.step.expect, r.holds) {
-                (Expect::Reported, _) => "–",
-                (_, true) => "yes",
-                (_, false) => "**no**",
-            },
+            holds,
             r.within_published.map_or("–", verdict),
             r.within_published
                 .map_or(String::new(), |w| why_not(w, r.step.explain.as_deref())),
@@ -968,6 +1183,8 @@ mod tests {
             published: BTreeMap::new(),
             timeline_csv: String::new(),
             summary_json: s.to_string(),
+            sd: BTreeMap::new(),
+            per_seed: Vec::new(),
         };
         let t = per_workload_section(&e, &[result("orig", &b), result("v", &v)]);
         assert!(t.contains("| workload | orig | v |"), "{t}");
@@ -1003,6 +1220,8 @@ mod tests {
                 published: BTreeMap::new(),
                 timeline_csv: String::new(),
                 summary_json: String::new(),
+                sd: BTreeMap::new(),
+                per_seed: Vec::new(),
             },
             VariantResult {
                 name: "b".into(),
@@ -1010,6 +1229,8 @@ mod tests {
                 published: BTreeMap::new(),
                 timeline_csv: String::new(),
                 summary_json: String::new(),
+                sd: BTreeMap::new(),
+                per_seed: Vec::new(),
             },
         ];
         std::fs::write(&p, body("b")).unwrap();
@@ -1046,6 +1267,8 @@ mod tests {
             published: e.variants[0].published.clone(),
             timeline_csv: String::new(),
             summary_json: String::new(),
+            sd: BTreeMap::new(),
+            per_seed: Vec::new(),
         }];
         let a = agreements(&e, &results);
         assert_eq!(a.len(), 2);

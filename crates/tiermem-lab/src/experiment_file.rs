@@ -8,6 +8,7 @@
 //! base = "config.toml"             # relative to this file, or an inline [base] table
 //! metrics = ["throughput_accesses_per_s"]
 //! notes = ["a sentence for the report"]
+//! seeds = [4, 5, 6, 7]             # optional: every variant once per seed, means ± sd
 //!
 //! [[variants]]
 //! name = "wsf-10"
@@ -68,6 +69,9 @@ struct ExperimentFile {
     metrics: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     notes: Vec<String>,
+    /// Run every variant once per seed and report means ± deviations ([`crate::seeds`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seeds: Option<Vec<u64>>,
     variants: Vec<VariantFile>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     derive: Vec<DeriveFile>,
@@ -241,6 +245,9 @@ pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment,
         .map(|(i, s)| step(s, i, &names, origin))
         .collect::<Result<Vec<_>, _>>()?;
     let explain = explanations(&f, origin)?;
+    if let Some(seeds) = &f.seeds {
+        crate::seeds::check(seeds).map_err(|m| ConfigError::invalid("seeds", m).in_file(origin))?;
+    }
     Ok(Experiment {
         name: f.name,
         description: f.description,
@@ -253,6 +260,7 @@ pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment,
         notes: f.notes,
         steps,
         explain,
+        seeds: f.seeds.unwrap_or_default(),
     })
 }
 
@@ -514,6 +522,7 @@ pub fn to_toml(e: &Experiment) -> Result<String, String> {
                 explain: s.explain.clone(),
             })
             .collect(),
+        seeds: (!e.seeds.is_empty()).then(|| e.seeds.clone()),
     };
     toml::to_string(&file).map_err(|e| e.to_string())
 }

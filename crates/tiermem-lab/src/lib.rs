@@ -5,6 +5,7 @@
 //! * [`sweep`]: parameter sweeps from a sweep file (a grid of `set` paths over a base config);
 //! * [`plots`]: the PNG/SVG plots an experiment's or sweep's `results.json` asks for;
 //! * [`published`]: how close a simulated figure is to its published one (±25 %);
+//! * [`seeds`]: an experiment over several seeds (means and deviations);
 //! * [`tuner`]: the weighted-interleave weight tuner;
 //! * [`validate`]: the simulator checked against recordings of the real kernel, scenario by
 //!   scenario (`tiermem validate`).
@@ -20,6 +21,7 @@ pub mod experiment_file;
 mod fonts;
 pub mod plots;
 pub mod published;
+pub mod seeds;
 pub mod sweep;
 pub mod tuner;
 pub mod validate;

@@ -76,8 +76,11 @@ pub struct Agreement {
     pub row: String,
     pub metric: String,
     pub published: f64,
-    /// None when the run did not produce the metric.
+    /// None when the run did not produce the metric. Over several seeds: the mean.
     pub simulated: Option<f64>,
+    /// Over several seeds: the standard deviation of the simulated figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_sd: Option<f64>,
     pub tolerance: Tolerance,
     pub within: bool,
     /// Why the figure differs, from the experiment file (shown when it is outside).
@@ -100,6 +103,7 @@ impl Agreement {
             metric: metric.to_string(),
             published,
             simulated,
+            simulated_sd: None,
             tolerance,
             within: simulated.is_some_and(|s| tolerance.holds(s, published)),
             explain: explain.cloned(),
