@@ -295,11 +295,30 @@ where
                     Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled())
                 });
             }
+            let whiskers = vals.iter().enumerate().filter_map(|(i, v)| {
+                let (v, e) = ((*v)?, b.error(i, j)?);
+                let (x, cap) = (b.centre(i, j), w / 6.0);
+                // On a log axis a whisker below zero stops at the axis.
+                let lo = if logy { (v - e).max(base) } else { v - e };
+                Some(PathElement::new(
+                    vec![
+                        (x - cap, lo),
+                        (x + cap, lo),
+                        (x, lo),
+                        (x, v + e),
+                        (x - cap, v + e),
+                        (x + cap, v + e),
+                    ],
+                    BLACK.stroke_width(1),
+                ))
+            });
+            chart.draw_series(whiskers).map_err(err)?;
             let texts = vals.iter().enumerate().filter_map(|(i, v)| {
                 let v = (*v)?;
+                let top = v + b.error(i, j).unwrap_or(0.0);
                 Some(Text::new(
                     tick(v),
-                    (b.centre(i, j), v),
+                    (b.centre(i, j), top),
                     ("sans-serif", 11)
                         .into_font()
                         .color(&BLACK)

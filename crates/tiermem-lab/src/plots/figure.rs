@@ -98,12 +98,20 @@ pub struct Bars {
     pub categories: Vec<String>,
     /// (label, value per category).
     pub series: Vec<(Option<String>, Vec<Option<f64>>)>,
+    /// Per series, each bar's standard deviation over an experiment's seeds, drawn as a
+    /// whisker of ±1 sd (empty, or None for a bar, where there is none).
+    pub errors: Vec<Vec<Option<f64>>>,
 }
 
 impl Bars {
     /// Width of one bar (groups are 0.8 wide, one unit apart).
     pub fn width(&self) -> f64 {
         0.8 / self.series.len().max(1) as f64
+    }
+
+    /// The standard deviation of series `j`'s bar in category `i`, if it has one.
+    pub fn error(&self, i: usize, j: usize) -> Option<f64> {
+        self.errors.get(j)?.get(i).copied().flatten()
     }
 
     /// Centre of series `j`'s bar in category `i`.
@@ -159,7 +167,15 @@ impl Panel {
         }
         if let Some(b) = &self.bars {
             xs.extend([-0.6, b.categories.len() as f64 - 0.4]);
-            ys.extend(b.series.iter().flat_map(|s| s.1.iter().flatten().copied()));
+            for (j, (_, vals)) in b.series.iter().enumerate() {
+                for (i, v) in vals.iter().enumerate() {
+                    let Some(v) = *v else { continue };
+                    ys.push(v);
+                    if let Some(e) = b.error(i, j) {
+                        ys.extend([v - e, v + e]);
+                    }
+                }
+            }
         }
         if let Some(h) = &self.heat {
             xs.extend([h.x.0, h.x.1]);
@@ -201,6 +217,7 @@ mod tests {
     #[test]
     fn bars_are_centred_in_their_group() {
         let b = Bars {
+            errors: Vec::new(),
             categories: vec!["a".into(), "b".into()],
             series: vec![(None, vec![Some(1.0), Some(2.0)]); 2],
         };

@@ -147,7 +147,7 @@ fn build(
 }
 
 /// Draw `fig` into `path`: SVG for a `.svg` name, PNG otherwise.
-fn write(path: &Path, fig: &Figure) -> Result<(), String> {
+pub(crate) fn write(path: &Path, fig: &Figure) -> Result<(), String> {
     crate::fonts::register();
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)

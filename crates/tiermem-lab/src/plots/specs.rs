@@ -173,7 +173,7 @@ pub fn metric(v: &Value, key: &str, field: &str) -> Option<f64> {
 }
 
 /// One group of bars per variant, one bar per `y` metric; published figures as dashed
-/// black marks across their bars.
+/// black marks across their bars; over several seeds, ±1 sd whiskers.
 pub fn bar(results: &Value, spec: &mut Spec) -> Result<Figure, Skip> {
     if spec.flag("logx") {
         spec.warn("logx does not apply to bar plots".into());
@@ -202,6 +202,10 @@ pub fn bar(results: &Value, spec: &mut Spec) -> Result<Figure, Skip> {
         }
     }
     let bars = Bars {
+        errors: ys
+            .iter()
+            .map(|y| variants.iter().map(|v| metric(v, y, "sd")).collect())
+            .collect(),
         categories: variants.iter().map(|v| name(v).to_string()).collect(),
         series: ys
             .iter()
@@ -798,6 +802,22 @@ mod tests {
         assert_eq!(b.series[0].1, [Some(1.0), Some(2.0)]);
         assert_eq!(f.panels[0].hlines.len(), 1);
         assert!(sp.warnings.is_empty());
+        assert_eq!(b.error(0, 0), None, "one seed: no whiskers");
+    }
+
+    #[test]
+    fn bars_over_several_seeds_get_whiskers_that_the_axis_takes_in() {
+        let r = json!({"variants": [
+            {"name": "a", "metrics": {"t": 1.0}, "sd": {"t": 0.5}},
+            {"name": "b", "metrics": {"t": 2.0}}]});
+        let s = json!({"file": "p.png", "type": "bar", "y": "t"});
+        let f = bar(&r, &mut spec(&s)).unwrap();
+        let b = f.panels[0].bars.as_ref().unwrap();
+        assert_eq!((b.error(0, 0), b.error(1, 0)), (Some(0.5), None));
+        let (_, (lo, hi)) = f.panels[0].extent();
+        assert!(lo <= 0.5 && hi >= 2.0, "{lo}..{hi}");
+        let dir = tempfile::tempdir().unwrap();
+        crate::plots::write(&dir.path().join("p.png"), &f).unwrap();
     }
 
     #[test]
