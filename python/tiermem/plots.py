@@ -433,7 +433,8 @@ def _scales(ax: Axes, spec: Mapping[str, Any], xs: Any, ys: Any) -> None:
 
 
 def _bar(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
-    """One group of bars per variant, one bar per ``y`` metric."""
+    """One group of bars per variant, one bar per ``y`` metric (with ±1 sd whiskers for an
+    experiment run over several seeds)."""
     if spec.get("logx"):
         _warn(f"{spec['file']}: logx does not apply to bar plots")
     ys = _names(spec.get("y"), "y")
@@ -455,7 +456,11 @@ def _bar(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
     published_label = "published"
     for j, y in enumerate(ys):
         offset = (j - (len(ys) - 1) / 2) * width
-        bars = ax.bar(positions + offset, values[:, j], width, label=y if len(ys) > 1 else None)
+        # Over several seeds (``sd`` in results.json): ±1 standard deviation whiskers.
+        sd = [_metric(v, y, "sd") for v in variants]
+        yerr = None if all(e is None for e in sd) else [0.0 if e is None else e for e in sd]
+        bars = ax.bar(positions + offset, values[:, j], width, yerr=yerr, capsize=3,
+                      label=y if len(ys) > 1 else None)
         ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=2)
         # Published figures, when the experiment has them: a dashed line across the bar.
         for pos, v in zip(positions + offset, variants):

@@ -418,6 +418,32 @@ def test_render_experiment_in_the_simulators_shape(tmp_path, capsys):
     assert "curve_error_pct missing for dram-only" in capsys.readouterr().err
 
 
+def test_bars_of_an_experiment_over_several_seeds_carry_whiskers(tmp_path):
+    """results.json of `--seeds`: means in ``metrics``, deviations in ``sd`` (not for every
+    metric or variant), each seed's metrics in ``per_seed``."""
+    from tiermem.plots import _bar
+
+    results = {
+        "experiment": "e", "seeds": [4, 5],
+        "variants": [
+            {"name": "a", "metrics": {"s": 20.0}, "sd": {"s": 2.5},
+             "per_seed": [{"seed": 4, "metrics": {"s": 18.2}}, {"seed": 5, "metrics": {"s": 21.8}}],
+             "published": {"s": 40.0}},
+            {"name": "b", "metrics": {"s": 5.0}},
+        ],
+        "plots": [{"file": "s.png", "type": "bar", "y": ["s"]}],
+    }
+    fig = _bar(results, results["plots"][0])
+    ax = fig.axes[0]
+    # The whisker of "a" spans mean ± sd; "b" has none (zero length).
+    segments = [seg for coll in ax.collections for seg in getattr(coll, "get_segments", lambda: [])()]
+    spans = sorted(round(abs(seg[1][1] - seg[0][1]), 6) for seg in segments if len(seg) == 2
+                   and seg[0][0] == seg[1][0])
+    assert 5.0 in spans
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert [p.name for p in render_experiment(tmp_path)] == ["s.png"]
+
+
 def test_plots_module_entry_point(tmp_path):
     out = tmp_path / "exp"
     write_experiment(out)
