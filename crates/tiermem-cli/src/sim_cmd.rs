@@ -168,6 +168,19 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             );
         }
     }
+    if let Some(t) = &s.tiering {
+        let get = |k: &str| t.get(k).copied().unwrap_or(0);
+        let mib = |k: &str| tiermem_core::units::Bytes(get(k));
+        println!(
+            "tiering controller: promoted {} (candidates {}, rate-limited {}, failed {}), demoted {}, hot threshold {} ‰",
+            mib("promoted_bytes"),
+            mib("candidate_bytes"),
+            mib("rate_limited_bytes"),
+            mib("promote_failed_bytes"),
+            mib("demoted_bytes"),
+            get("threshold_permil")
+        );
+    }
     if let Some(k) = &s.ksm {
         println!(
             "ksm: pages_shared {} pages_sharing {} ksm_zero_pages {} full_scans {} general_profit {} B, saved {}, ksmd CPU {:.2} %",

@@ -194,6 +194,52 @@ fn experiment_list_and_file() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("watermark_scale_factor"));
+    // --seeds: every variant once per seed, means ± deviations; a bad list is exit 2.
+    let seeded = d.path().join("seeded");
+    let o = Command::new(bin())
+        .arg("experiment")
+        .arg(&exp)
+        .args(["--no-plots", "--seeds", "1,2", "--out"])
+        .arg(&seeded)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("2 variants × 2 seeds = 4 runs"));
+    assert!(seeded.join("variants/a/seed-2/summary.json").exists());
+    let report = std::fs::read_to_string(seeded.join("report.md")).unwrap();
+    assert!(
+        report.contains("Every variant ran with seeds 1, 2"),
+        "{report}"
+    );
+    for bad in ["1,1", "x", "1,-2"] {
+        let o = Command::new(bin())
+            .arg("experiment")
+            .arg(&exp)
+            .args(["--no-plots", "--seeds", bad, "--out"])
+            .arg(&seeded)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "--seeds {bad}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("seeds"),
+            "--seeds {bad}"
+        );
+    }
+}
+
+#[test]
+fn the_user_tiering_example_reports_its_controller() {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/examples/user-tiering.toml");
+    let d = tempfile::tempdir().unwrap();
+    let o = sim(&example, d.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("tiering controller: promoted "))
+        .unwrap_or_else(|| panic!("no controller line in: {out}"));
+    assert!(line.contains("demoted 256MiB"), "{line}");
 }
 
 /// A PNG file's signature.
