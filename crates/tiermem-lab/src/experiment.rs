@@ -920,59 +920,110 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
 /// workloads reporting the harness's `memused.avg`: the baseline's memused and each other
 /// variant's saving, one row per workload (the figures `memory_saving_pct` averages).
 fn per_workload_section(exp: &Experiment, results: &[VariantResult]) -> String {
-    let Some(baseline) = exp.derive.iter().find_map(|(_, d)| match d {
-        Derive::RelativeToBaseline { baseline } => Some(baseline),
-        _ => None,
-    }) else {
+    let Some(t) = PerWorkload::new(exp, results) else {
         return String::new();
     };
-    let parse = |r: &VariantResult| serde_json::from_str::<serde_json::Value>(&r.summary_json).ok();
-    let Some(base) = results.iter().find(|r| &r.name == baseline).and_then(parse) else {
-        return String::new();
-    };
-    let others: Vec<(&str, serde_json::Value)> = results
-        .iter()
-        .filter(|r| &r.name != baseline)
-        .filter_map(|r| Some((r.name.as_str(), parse(r)?)))
-        .collect();
-    let workloads = base
-        .get("workloads")
-        .and_then(|w| w.as_array())
-        .map_or(0, Vec::len);
-    let mut rows = String::new();
-    for i in 0..workloads {
-        let key = format!("workloads[{i}].memused_avg_bytes");
-        let Some(b) = metric(&base, &key).filter(|b| *b > 0.0) else {
-            continue;
-        };
-        let name = base["workloads"][i]["name"].as_str().unwrap_or("?");
-        rows.push_str(&format!("| {name} | {:.1} |", b / 1048576.0));
-        for (_, v) in &others {
-            let saving =
-                metric(v, &key).map_or("–".into(), |x| format!("{:.1}", (b - x) / b * 100.0));
-            rows.push_str(&format!(" {saving} |"));
-        }
-        rows.push('\n');
-    }
-    if rows.is_empty() {
-        return String::new();
-    }
-    let of_seed = results
-        .first()
-        .and_then(|r| r.per_seed.first())
-        .map_or(String::new(), |(seed, _)| format!(", seed {seed}"));
-    let mut s = format!(
-        "\n## Memory saving per workload\n\nmemused.avg of `{baseline}` (MiB) and each variant's \
-         saving against it (%{of_seed}).\n\n| workload | {baseline} |"
+    let mib = |b: f64| format!("{:.1}", b / 1048576.0);
+    let count = |x: f64| format!("{x:.0}");
+    let mut s = t.table(
+        "Memory saving per workload",
+        "memused.avg of `{baseline}` (MiB) and each variant's saving against it (%)",
+        "memused_avg_bytes",
+        &|b| (b > 0.0).then(|| mib(b)),
+        &|b, x| format!("{:.1}", (b - x) / b * 100.0),
     );
-    for (name, _) in &others {
-        s.push_str(&format!(" {name} |"));
-    }
-    s.push_str("\n|---|---:|");
-    s.push_str(&"---:|".repeat(others.len()));
-    s.push('\n');
-    s.push_str(&rows);
+    s.push_str(&t.table(
+        "Major faults per workload",
+        "Major faults (`pgmajfault`: swap-ins) from each run's `drop_caches` to its exit, \
+         `{baseline}` and each variant",
+        "major_faults",
+        &|b| Some(count(b)),
+        &|_, x| count(x),
+    ));
     s
+}
+
+/// The summaries behind the per-workload tables: the baseline's and every other variant's
+/// (the first seed's runs).
+struct PerWorkload<'a> {
+    baseline: &'a str,
+    base: serde_json::Value,
+    others: Vec<(&'a str, serde_json::Value)>,
+    of_seed: String,
+}
+
+impl<'a> PerWorkload<'a> {
+    fn new(exp: &'a Experiment, results: &'a [VariantResult]) -> Option<Self> {
+        let baseline = exp.derive.iter().find_map(|(_, d)| match d {
+            Derive::RelativeToBaseline { baseline } => Some(baseline.as_str()),
+            _ => None,
+        })?;
+        let parse =
+            |r: &VariantResult| serde_json::from_str::<serde_json::Value>(&r.summary_json).ok();
+        let base = results.iter().find(|r| r.name == baseline).and_then(parse)?;
+        let others = results
+            .iter()
+            .filter(|r| r.name != baseline)
+            .filter_map(|r| Some((r.name.as_str(), parse(r)?)))
+            .collect();
+        let of_seed = results
+            .first()
+            .and_then(|r| r.per_seed.first())
+            .map_or(String::new(), |(seed, _)| format!(", seed {seed}"));
+        Some(PerWorkload {
+            baseline,
+            base,
+            others,
+            of_seed,
+        })
+    }
+
+    /// One row per workload whose baseline `field` `base_cell` shows, one column per
+    /// variant with `cell(baseline, variant)`; empty when no workload has the field.
+    fn table(
+        &self,
+        title: &str,
+        intro: &str,
+        field: &str,
+        base_cell: &dyn Fn(f64) -> Option<String>,
+        cell: &dyn Fn(f64, f64) -> String,
+    ) -> String {
+        let workloads = self
+            .base
+            .get("workloads")
+            .and_then(|w| w.as_array())
+            .map_or(0, Vec::len);
+        let mut rows = String::new();
+        for i in 0..workloads {
+            let key = format!("workloads[{i}].{field}");
+            let Some((b, shown)) = metric(&self.base, &key).and_then(|b| Some((b, base_cell(b)?)))
+            else {
+                continue;
+            };
+            let name = self.base["workloads"][i]["name"].as_str().unwrap_or("?");
+            rows.push_str(&format!("| {name} | {shown} |"));
+            for (_, v) in &self.others {
+                let c = metric(v, &key).map_or("–".into(), |x| cell(b, x));
+                rows.push_str(&format!(" {c} |"));
+            }
+            rows.push('\n');
+        }
+        if rows.is_empty() {
+            return String::new();
+        }
+        let (baseline, of_seed) = (self.baseline, &self.of_seed);
+        let intro = intro.replace("{baseline}", baseline);
+        let mut s =
+            format!("\n## {title}\n\n{intro}{of_seed}.\n\n| workload | {baseline} |");
+        for (name, _) in &self.others {
+            s.push_str(&format!(" {name} |"));
+        }
+        s.push_str("\n|---|---:|");
+        s.push_str(&"---:|".repeat(self.others.len()));
+        s.push('\n');
+        s.push_str(&rows);
+        s
+    }
 }
 
 /// The report's table of published figures: each against its simulated value, with the
@@ -1191,6 +1242,16 @@ mod tests {
         assert!(t.contains("| w0 | 1.0 | 50.0 |"), "{t}");
         assert!(t.contains("| w1 | 4.0 | 0.0 |"), "{t}");
         assert!(!t.contains("w2"), "{t}");
+        assert!(!t.contains("Major faults"), "no workload reports them: {t}");
+        // Major faults per workload, where the runs report them (a baseline's 0 included).
+        let faults = |n: u64| {
+            serde_json::json!({"workloads": [
+                {"name": "w0", "memused_avg_bytes": 1048576.0, "major_faults": 0},
+                {"name": "w1", "memused_avg_bytes": 1048576.0, "major_faults": n}]})
+        };
+        let t = per_workload_section(&e, &[result("orig", &faults(0)), result("v", &faults(1234))]);
+        assert!(t.contains("## Major faults per workload"), "{t}");
+        assert!(t.contains("| w1 | 0 | 1234 |"), "{t}");
     }
 
     #[test]

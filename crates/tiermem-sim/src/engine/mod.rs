@@ -86,6 +86,9 @@ struct Thread {
     /// used pages right after the thread's `drop_caches`, and the sum and count of the
     /// timeline samples' increase over them while the thread runs.
     memused: Option<(u64, i128, u64)>,
+    /// `pgmajfault` at the thread's `drop_caches`, and its increase until the thread ended:
+    /// the harness's per-run major faults (damon-tests' `pgmajfaults`).
+    majflt: Option<(u64, Option<u64>)>,
     /// The generator's stationary phase, for a switch to page events at its start.
     stationary: Option<workload::Stationary>,
     /// Page-event state once the thread has switched ([`events`]).
@@ -334,6 +337,7 @@ fn make_threads(
                 run_mark: None,
                 run_end: None,
                 memused: None,
+                majflt: None,
                 stationary,
                 events: None,
             }
@@ -650,6 +654,9 @@ impl Simulation {
                     } else {
                         self.run_thread(ti, stop)?;
                     }
+                    if self.threads[ti].state == ThreadState::Done {
+                        self.note_major_faults(ti);
+                    }
                 }
             }
             // Kernel threads catch up.
@@ -721,6 +728,16 @@ impl Simulation {
             {
                 th.clock = th.clock.max(self.now) + cost.ps();
             }
+        }
+    }
+
+    /// A thread that has just ended: the major faults since its `drop_caches` (the programs
+    /// the harness runs one after another are alone on the machine, so the system's count
+    /// is theirs).
+    fn note_major_faults(&mut self, ti: usize) {
+        let now = self.kernel.vmstat().total(Vm::Pgmajfault);
+        if let Some((base, end @ None)) = &mut self.threads[ti].majflt {
+            *end = Some(now - *base);
         }
     }
 
@@ -933,6 +950,7 @@ impl Simulation {
                 let th = &mut self.threads[ti];
                 if io.op == crate::mm::filemap::FileOp::DropCaches {
                     th.memused = Some((used, 0, 0));
+                    th.majflt = Some((self.kernel.vmstat().total(Vm::Pgmajfault), None));
                 }
                 th.clock += r.cost.ps();
                 th.win_active += r.cost.ps();
@@ -1191,6 +1209,7 @@ impl Simulation {
                     .memused
                     .filter(|m| m.2 > 0)
                     .map(|(_, sum, n)| sum as f64 / n as f64 * PAGE_SIZE as f64);
+                r.major_faults = th.majflt.and_then(|(_, d)| d);
                 r
             })
             .collect();

@@ -1059,6 +1059,8 @@ pub struct ThreadReport {
     pub run_latency_ps: u128,
     /// The harness's `memused.avg` over the thread's life from its `drop_caches`, bytes.
     pub memused_avg_bytes: Option<f64>,
+    /// Major faults from the thread's `drop_caches` to its end.
+    pub major_faults: Option<u64>,
 }
 
 /// Results of one workload.
@@ -1120,6 +1122,10 @@ pub enum WorkloadResult {
         /// the samples until the program exits (untar included). Absent without the drop.
         #[serde(skip_serializing_if = "Option::is_none")]
         memused_avg_bytes: Option<f64>,
+        /// `pgmajfault` from the `drop_caches` to the program's exit (swap-ins; damon-tests'
+        /// per-run `pgmajfaults`). Absent without the drop, or when the run did not end.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        major_faults: Option<u64>,
     },
     Hotregions {
         name: String,
@@ -1225,6 +1231,7 @@ pub fn results(
                     complete,
                     accesses: r.map_or(0, |r| r.run_accesses),
                     memused_avg_bytes: r.and_then(|r| r.memused_avg_bytes),
+                    major_faults: r.and_then(|r| r.major_faults),
                 });
             }
             WorkloadConfig::Hotregions(h) => {
