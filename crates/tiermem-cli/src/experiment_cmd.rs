@@ -279,6 +279,8 @@ struct Outcome {
     name: String,
     headline: String,
     variants: usize,
+    /// Seeds every variant ran with (0: once, with its config's seed).
+    seeds: usize,
     /// Steps whose published direction holds, of those with one.
     directions: (usize, usize),
     /// Published figures within their tolerance.
@@ -348,6 +350,7 @@ fn outcome(
         name: e.name.clone(),
         headline: e.description.split(". ").next().unwrap_or("").to_string(),
         variants: results.len(),
+        seeds: e.seeds.len(),
         directions: tally(directed.map(|s| s.holds)),
         figures: tally(experiment::agreements(e, results).iter().map(|a| a.within)),
         changes: tally(steps.iter().filter_map(|s| s.within_published)),
@@ -429,7 +432,10 @@ fn index_markdown(outcomes: &[Outcome]) -> String {
             "| [{}]({}/report.md) | {} | {} | {} | {} | {:.1} |\n",
             o.name,
             o.name,
-            o.variants,
+            match o.seeds {
+                0 => o.variants.to_string(),
+                n => format!("{} × {n} seeds", o.variants),
+            },
             frac(o.directions),
             frac(o.figures),
             frac(o.changes),
@@ -457,6 +463,7 @@ mod tests {
             name: name.into(),
             headline: format!("{name} shows something"),
             variants: 4,
+            seeds: 0,
             directions: (6, 6),
             figures,
             changes: (0, 0),
@@ -472,6 +479,11 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("In all 475.6 s."), "{s}");
+        let seeded = Outcome {
+            seeds: 4,
+            ..o("s", (0, 0), 1.0)
+        };
+        assert!(index_markdown(&[seeded]).contains("| [s](s/report.md) | 4 × 4 seeds |"));
         assert!(s.contains("- **seed-x**: seed-x shows something"), "{s}");
     }
 }

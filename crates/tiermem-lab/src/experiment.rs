@@ -960,7 +960,10 @@ impl<'a> PerWorkload<'a> {
         })?;
         let parse =
             |r: &VariantResult| serde_json::from_str::<serde_json::Value>(&r.summary_json).ok();
-        let base = results.iter().find(|r| r.name == baseline).and_then(parse)?;
+        let base = results
+            .iter()
+            .find(|r| r.name == baseline)
+            .and_then(parse)?;
         let others = results
             .iter()
             .filter(|r| r.name != baseline)
@@ -1013,8 +1016,7 @@ impl<'a> PerWorkload<'a> {
         }
         let (baseline, of_seed) = (self.baseline, &self.of_seed);
         let intro = intro.replace("{baseline}", baseline);
-        let mut s =
-            format!("\n## {title}\n\n{intro}{of_seed}.\n\n| workload | {baseline} |");
+        let mut s = format!("\n## {title}\n\n{intro}{of_seed}.\n\n| workload | {baseline} |");
         for (name, _) in &self.others {
             s.push_str(&format!(" {name} |"));
         }
@@ -1249,7 +1251,10 @@ mod tests {
                 {"name": "w0", "memused_avg_bytes": 1048576.0, "major_faults": 0},
                 {"name": "w1", "memused_avg_bytes": 1048576.0, "major_faults": n}]})
         };
-        let t = per_workload_section(&e, &[result("orig", &faults(0)), result("v", &faults(1234))]);
+        let t = per_workload_section(
+            &e,
+            &[result("orig", &faults(0)), result("v", &faults(1234))],
+        );
         assert!(t.contains("## Major faults per workload"), "{t}");
         assert!(t.contains("| w1 | 0 | 1234 |"), "{t}");
     }
