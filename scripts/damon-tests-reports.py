@@ -17,6 +17,9 @@ Prints, per workload, the median and the quartiles over the reports of `orig`'s 
 (kB in the reports, MiB here), the variant's memused.avg saving, runtime overhead and kdamond CPU against the same report's `orig` column
 and its major faults (refaults from zram and re-reads of dropped page cache), then the mean
 over workloads per report (the figure the seed's table gives), summarised over the reports.
+Beside them, from the same reports: `orig`'s own major faults (loading the program after
+the drop) and the runtime overhead of `prec`, DAMON's paddr monitoring alone (no scheme,
+`damo record` of the physical address space): what monitoring costs the program.
 """
 import argparse
 import statistics as st
@@ -74,7 +77,7 @@ def main():
                             "test/result/perf/after_merge").splitlines()
              if f.endswith("/report.txt")]
     per = {}  # workload -> metric -> [values over reports]
-    means = {"saving": [], "slowdown": [], "cpu": []}
+    means = {"saving": [], "slowdown": [], "cpu": [], "monitoring": []}
     kernels = set()
     used = 0
     for f in files:
@@ -87,7 +90,7 @@ def main():
             continue
         used += 1
         kernels.add(f.split("/")[4])
-        s_r, d_r, c_r = [], [], []
+        s_r, d_r, c_r, p_r = [], [], [], []
         for w in rows:
             s = 100 * (mem[w]["orig"] - mem[w][a.variant]) / mem[w]["orig"]
             d = 100 * (rt[w][a.variant] / rt[w]["orig"] - 1)
@@ -97,6 +100,12 @@ def main():
             per[w].setdefault("orig_mib", []).append(mem[w]["orig"] / 1024)
             if a.variant in majf.get(w, {}):
                 per[w].setdefault("majflt", []).append(majf[w][a.variant])
+            if "orig" in majf.get(w, {}):
+                per[w].setdefault("orig_majflt", []).append(majf[w]["orig"])
+            if "prec" in rt[w]:
+                p = 100 * (rt[w]["prec"] / rt[w]["orig"] - 1)
+                per[w].setdefault("monitoring", []).append(p)
+                p_r.append(p)
             # A report whose kdamond CPU column is 0 did not find the kdamond: not a figure.
             if c > 0:
                 per[w].setdefault("cpu", []).append(c)
@@ -106,6 +115,8 @@ def main():
         means["slowdown"].append(st.mean(d_r))
         if c_r:
             means["cpu"].append(st.mean(c_r))
+        if len(p_r) >= 20:
+            means["monitoring"].append(st.mean(p_r))
     if not used:
         sys.exit(f"no report.txt with a {a.variant} column under test/result/perf/after_merge")
     def release(k):  # "6.1.0-rc4-mm-unstable-damon+" -> (6, 1, 0, 4); a release after its rcs
@@ -117,7 +128,7 @@ def main():
     print("# per workload: median [quartiles] over the reports; saving = memused.avg cut, %;")
     print("# kdamond CPU over the reports that measured it (> 0)")
     hdr = ("workload", "reports", "orig memused MiB", "saving %", "slowdown %", "kdamond CPU %",
-           "major faults")
+           "major faults", "orig major faults", "prec slowdown %")
     if a.markdown:
         print("| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
     for w in sorted(per):
@@ -129,8 +140,13 @@ def main():
             cells.append(f"{med:.1f} [{q1:.1f}, {q3:.1f}]")
         q1, med, q3 = quartiles(m.get("majflt", []))
         cells.append(f"{med:.0f} [{q1:.0f}, {q3:.0f}]")
+        cells.append(f"{quartiles(m.get('orig_majflt', []))[1]:.0f}")
+        q1, med, q3 = quartiles(m.get("monitoring", []))
+        cells.append(f"{med:.2f} [{q1:.2f}, {q3:.2f}]")
         print(("| " + " | ".join(cells) + " |") if a.markdown else "  ".join(cells))
-    for k in ("saving", "slowdown", "cpu"):
+    for k in ("saving", "slowdown", "cpu", "monitoring"):
+        if not means[k]:
+            continue
         q1, med, q3 = quartiles(means[k])
         print(f"# mean over workloads, {k}: mean {st.mean(means[k]):.2f}, median {med:.2f}, "
               f"quartiles [{q1:.2f}, {q3:.2f}], min {min(means[k]):.2f}, max {max(means[k]):.2f}")

@@ -25,7 +25,8 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub no_plots: bool,
     /// Run every variant once per seed (`--seeds 4,5,6,7`) and report each figure's mean
-    /// and standard deviation over them; replaces the experiment file's `seeds`.
+    /// and standard deviation over them; replaces the experiment file's `seeds`. (A list
+    /// of seeds; `tiermem validate --seeds N` takes a count.)
     #[arg(long, value_delimiter = ',', value_name = "SEED,...")]
     pub seeds: Option<Vec<u64>>,
 }

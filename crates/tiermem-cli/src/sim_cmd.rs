@@ -170,14 +170,15 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
     }
     if let Some(t) = &s.tiering {
         let get = |k: &str| t.get(k).copied().unwrap_or(0);
-        let mib = |k: &str| tiermem_core::units::Bytes(get(k));
+        let bytes = |k: &str| tiermem_core::units::Bytes(get(k));
         println!(
-            "tiering controller: promoted {} (candidates {}, rate-limited {}, failed {}), demoted {}, hot threshold {} ‰",
-            mib("promoted_bytes"),
-            mib("candidate_bytes"),
-            mib("rate_limited_bytes"),
-            mib("promote_failed_bytes"),
-            mib("demoted_bytes"),
+            "tiering controller: promoted {} (candidates {}, rate-limited {}, no headroom {}, failed {}), demoted {}, hot threshold {} ‰",
+            bytes("promoted_bytes"),
+            bytes("candidate_bytes"),
+            bytes("rate_limited_bytes"),
+            bytes("headroom_skipped_bytes"),
+            bytes("promote_failed_bytes"),
+            bytes("demoted_bytes"),
             get("threshold_permil")
         );
     }

@@ -237,12 +237,12 @@ pub struct StepResult {
     pub within_published: Option<bool>,
     /// Over several seeds: the change in each seed (its `to` against its `from`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub per_seed: Option<SeedSpread>,
+    pub per_seed: Option<StepSeeds>,
 }
 
 /// A step's change seed by seed (the step itself is judged on the means).
 #[derive(Clone, Debug, Serialize)]
-pub struct SeedSpread {
+pub struct StepSeeds {
     /// Standard deviation of the per-seed changes, percentage points.
     pub sd_pct: Option<f64>,
     /// Seeds in which the expected direction holds.
@@ -252,7 +252,7 @@ pub struct SeedSpread {
 }
 
 /// The step's change in each seed that produced both values.
-fn step_spread(st: &Step, from: &VariantResult, to: &VariantResult) -> Option<SeedSpread> {
+fn step_spread(st: &Step, from: &VariantResult, to: &VariantResult) -> Option<StepSeeds> {
     if from.per_seed.is_empty() {
         return None;
     }
@@ -264,12 +264,15 @@ fn step_spread(st: &Step, from: &VariantResult, to: &VariantResult) -> Option<Se
             Some((*fm.get(&st.metric)?, *tm.get(&st.metric)?))
         })
         .collect();
+    if pairs.is_empty() {
+        return None;
+    }
     let pcts: Vec<f64> = pairs
         .iter()
         .filter(|(a, _)| *a != 0.0)
         .map(|(a, b)| (b - a) / a * 100.0)
         .collect();
-    Some(SeedSpread {
+    Some(StepSeeds {
         sd_pct: crate::seeds::mean_sd(&pcts).and_then(|(_, sd)| sd),
         holds: pairs
             .iter()
@@ -446,6 +449,12 @@ pub fn run(
     out: &Path,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
 ) -> Result<Vec<VariantResult>, SimError> {
+    if !exp.seeds.is_empty() {
+        crate::seeds::check(&exp.seeds).map_err(|m| {
+            tiermem_core::ConfigError::invalid("seeds", m)
+                .in_file(&format!("experiment {}", exp.name))
+        })?;
+    }
     std::fs::create_dir_all(out).map_err(|e| io_error(out, e))?;
     let seeds: Vec<Option<u64>> = if exp.seeds.is_empty() {
         vec![None]
@@ -453,9 +462,12 @@ pub fn run(
         exp.seeds.iter().copied().map(Some).collect()
     };
     let mut configs = Vec::with_capacity(seeds.len() * exp.variants.len());
+    let mut values = Vec::with_capacity(configs.capacity());
     for seed in &seeds {
         for v in &exp.variants {
-            configs.push(seeded_config(exp, v, *seed)?);
+            let (cfg, value) = seeded_config(exp, v, *seed)?;
+            configs.push(cfg);
+            values.push(value);
         }
     }
     let nv = exp.variants.len();
@@ -470,13 +482,16 @@ pub fn run(
         for (i, v) in exp.variants.iter().enumerate() {
             let Some(r) = runs.next() else { break };
             let r = r?;
-            let r = variant_result(exp, v, &configs[k * nv + i], r, *seed, &results, out)?;
+            let run = (&configs[k * nv + i], &values[k * nv + i]);
+            let r = variant_result(exp, v, run, r, *seed, &results, out)?;
             results.push(r);
         }
+        // Rows across variants relate runs of one seed: a `best-of` row is that seed's
+        // pick, a `relative` ratio that seed's.
+        cross_variant_rows(exp, &mut results);
         per_seed.push((*seed, results));
     }
-    let mut results = combine_seeds(per_seed);
-    cross_variant_rows(exp, &mut results);
+    let results = combine_seeds(per_seed);
     write_results(exp, out, &results)?;
     Ok(results)
 }
@@ -488,19 +503,27 @@ fn io_error(p: &Path, e: std::io::Error) -> SimError {
     }
 }
 
-/// A variant's config, with the experiment's `seed` in place of the base's when it runs
-/// over several seeds.
-fn seeded_config(exp: &Experiment, v: &Variant, seed: Option<u64>) -> Result<SimConfig, SimError> {
+/// A variant's config (and its TOML), with the experiment's `seed` in place of the base's
+/// when it runs over several seeds.
+fn seeded_config(
+    exp: &Experiment,
+    v: &Variant,
+    seed: Option<u64>,
+) -> Result<(SimConfig, toml::Value), SimError> {
     let mut value = v.config.clone();
-    if let (Some(s), Some(t)) = (seed, value.as_table_mut()) {
-        // Seeds are checked to fit a TOML integer when they are read.
-        t.insert("seed".into(), toml::Value::Integer(s as i64));
-    }
     let origin = match seed {
         Some(s) => format!("experiment {} variant {} seed {s}", exp.name, v.name),
         None => format!("experiment {} variant {}", exp.name, v.name),
     };
-    Ok(SimConfig::from_value(&value, &origin)?)
+    if let (Some(s), Some(t)) = (seed, value.as_table_mut()) {
+        let s = i64::try_from(s).map_err(|_| {
+            tiermem_core::ConfigError::invalid("seeds", format!("seed {s} is above {}", i64::MAX))
+                .in_file(&origin)
+        })?;
+        t.insert("seed".into(), toml::Value::Integer(s));
+    }
+    let cfg = SimConfig::from_value(&value, &origin)?;
+    Ok((cfg, value))
 }
 
 /// One run's result: its metrics (with those derived against `earlier` variants of the same
@@ -512,7 +535,7 @@ fn seeded_config(exp: &Experiment, v: &Variant, seed: Option<u64>) -> Result<Sim
 fn variant_result(
     exp: &Experiment,
     v: &Variant,
-    cfg: &SimConfig,
+    (cfg, value): (&SimConfig, &toml::Value),
     r: tiermem_sim::engine::SimResult,
     seed: Option<u64>,
     earlier: &[VariantResult],
@@ -555,11 +578,7 @@ fn variant_result(
     };
     let vdir = out.join(&rel);
     std::fs::create_dir_all(&vdir).map_err(|e| io_error(&vdir, e))?;
-    let cfg_text = toml::to_string(&v.config).expect("config serialises");
-    let cfg_text = match seed {
-        Some(s) => format!("{cfg_text}\n# run with seed = {s} (the experiment's seeds)\n"),
-        None => cfg_text,
-    };
+    let cfg_text = toml::to_string(value).expect("config serialises");
     for (f, body) in [
         ("config.toml", &cfg_text),
         ("summary.json", &summary_json),
@@ -818,13 +837,17 @@ fn seeds_paragraph(exp: &Experiment) -> String {
     if exp.seeds.is_empty() {
         return String::new();
     }
+    if let [seed] = exp.seeds[..] {
+        return format!("Every variant ran with seed {seed}.\n\n");
+    }
     let list: Vec<String> = exp.seeds.iter().map(u64::to_string).collect();
     format!(
         "Every variant ran with seeds {}: each figure is the mean over the seeds ± the sample \
-         standard deviation; a derived figure (saving, slowdown, CPU) relates runs of the same \
-         seed. A step is judged on the means; beside it, the deviation of the per-seed changes \
-         and the seeds in which its direction holds. The per-workload table and the plots show \
-         the first seed's runs.\n\n",
+         standard deviation; a derived figure (saving, slowdown, CPU, a ratio, a best-of row) \
+         relates runs of the same seed. A step is the change between the means, judged as \
+         such; beside it, the standard deviation of the per-seed changes and the seeds in \
+         which its direction holds. The per-workload tables and the timeline plots show the \
+         first seed's runs; bar plots show the means with ±1 sd whiskers.\n\n",
         list.join(", ")
     )
 }
@@ -927,15 +950,19 @@ fn per_workload_section(exp: &Experiment, results: &[VariantResult]) -> String {
     let count = |x: f64| format!("{x:.0}");
     let mut s = t.table(
         "Memory saving per workload",
-        "memused.avg of `{baseline}` (MiB) and each variant's saving against it (%)",
+        &|b| format!("memused.avg of `{b}` (MiB) and each variant's saving against it (%)"),
         "memused_avg_bytes",
         &|b| (b > 0.0).then(|| mib(b)),
         &|b, x| format!("{:.1}", (b - x) / b * 100.0),
     );
     s.push_str(&t.table(
         "Major faults per workload",
-        "Major faults (`pgmajfault`: swap-ins) from each run's `drop_caches` to its exit, \
-         `{baseline}` and each variant",
+        &|b| {
+            format!(
+                "Major faults of each run's program (swap-ins; the simulator's file pages never \
+                 fault) from its `drop_caches` to its exit, `{b}` and each variant"
+            )
+        },
         "major_faults",
         &|b| Some(count(b)),
         &|_, x| count(x),
@@ -986,7 +1013,7 @@ impl<'a> PerWorkload<'a> {
     fn table(
         &self,
         title: &str,
-        intro: &str,
+        intro: &dyn Fn(&str) -> String,
         field: &str,
         base_cell: &dyn Fn(f64) -> Option<String>,
         cell: &dyn Fn(f64, f64) -> String,
@@ -1015,7 +1042,7 @@ impl<'a> PerWorkload<'a> {
             return String::new();
         }
         let (baseline, of_seed) = (self.baseline, &self.of_seed);
-        let intro = intro.replace("{baseline}", baseline);
+        let intro = intro(baseline);
         let mut s = format!("\n## {title}\n\n{intro}{of_seed}.\n\n| workload | {baseline} |");
         for (name, _) in &self.others {
             s.push_str(&format!(" {name} |"));

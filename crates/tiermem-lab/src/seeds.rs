@@ -11,8 +11,9 @@
 
 use std::collections::BTreeMap;
 
-/// The most seeds one experiment runs (each is a full set of variant runs).
-pub const MAX_SEEDS: usize = 64;
+/// The most seeds one experiment runs (each is a full set of variant runs, and every run's
+/// result stays in memory until all have ended).
+pub const MAX_SEEDS: usize = 16;
 
 /// Check a list of seeds: not empty, at most [`MAX_SEEDS`], no repeats, each a TOML
 /// integer (at most `i64::MAX`, as the config's `seed` key is). The message names the
@@ -113,6 +114,6 @@ mod tests {
             .contains("seed 4 is given twice"));
         assert!(check(&[u64::MAX]).unwrap_err().contains("TOML integer"));
         let many: Vec<u64> = (0..=MAX_SEEDS as u64).collect();
-        assert!(check(&many).unwrap_err().contains("at most 64"));
+        assert!(check(&many).unwrap_err().contains("at most 16"));
     }
 }

@@ -35,8 +35,9 @@ fn every_variant_runs_once_per_seed_and_the_means_are_reported() {
         for s in [11, 12] {
             let d = dir.path().join(format!("variants/{}/seed-{s}", r.name));
             assert!(d.join("summary.json").exists(), "{}", d.display());
+            // The run's own config: `tiermem sim` on it repeats the run.
             let cfg = std::fs::read_to_string(d.join("config.toml")).unwrap();
-            assert!(cfg.contains(&format!("# run with seed = {s}")));
+            assert!(cfg.contains(&format!("\nseed = {s}\n")), "{cfg}");
         }
     }
     let json: serde_json::Value =
@@ -52,6 +53,10 @@ fn every_variant_runs_once_per_seed_and_the_means_are_reported() {
     assert!(report.contains("Every variant ran with seeds 11, 12"));
     assert!(report.contains(" of 2 seeds)"), "{report}");
     assert!(report.contains(" ± "));
+    // A seed list the runner is handed directly is checked too.
+    e.seeds = vec![3, 3];
+    let err = run(&e, dir.path(), &|_, _, _| {}).unwrap_err().to_string();
+    assert!(err.contains("seeds") && err.contains("twice"), "{err}");
 }
 
 #[test]

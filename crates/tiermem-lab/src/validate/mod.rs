@@ -473,14 +473,9 @@ fn mean_and_var(runs: &[Vec<CheckResult>], i: usize) -> Option<(f64, f64)> {
         .iter()
         .map(|r| r.get(i).and_then(|c| c.values).map(|v| v.1))
         .collect::<Option<_>>()?;
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let var = if xs.len() > 1 {
-        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n
-    } else {
-        0.0
-    };
-    Some((mean, var))
+    let (mean, sd) = crate::seeds::mean_sd(&xs)?;
+    // The variance of the mean: the sample variance over n.
+    Some((mean, sd.map_or(0.0, |sd| sd * sd / xs.len() as f64)))
 }
 
 impl EngineRow {

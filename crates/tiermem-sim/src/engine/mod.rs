@@ -86,8 +86,9 @@ struct Thread {
     /// used pages right after the thread's `drop_caches`, and the sum and count of the
     /// timeline samples' increase over them while the thread runs.
     memused: Option<(u64, i128, u64)>,
-    /// `pgmajfault` at the thread's `drop_caches`, and its increase until the thread ended:
-    /// the harness's per-run major faults (damon-tests' `pgmajfaults`).
+    /// The process's major faults at the thread's `drop_caches`, and their increase until
+    /// the thread ended: the harness's per-run major faults (damon-tests' `pgmajfaults`,
+    /// system-wide there, where each program runs alone).
     majflt: Option<(u64, Option<u64>)>,
     /// The generator's stationary phase, for a switch to page events at its start.
     stationary: Option<workload::Stationary>,
@@ -675,6 +676,7 @@ impl Simulation {
                 );
             }
             self.kernel.run_ksmd(SimTime(stop));
+            self.charge_kernel_time();
             // Barriers: release a group when every unfinished member waits.
             let mut released = false;
             for g in 0..self.groups.len() {
@@ -717,6 +719,21 @@ impl Simulation {
         }
     }
 
+    /// Time kernel threads cost processes (kdamond's sampling of their pages) goes to the
+    /// process's first unfinished thread, which runs that much later.
+    fn charge_kernel_time(&mut self) {
+        for (proc, cost) in self.kernel.take_charges() {
+            if let Some(th) = self
+                .threads
+                .iter_mut()
+                .find(|t| t.proc == proc && t.state != ThreadState::Done)
+            {
+                th.clock += cost.ps();
+                th.win_active += cost.ps();
+            }
+        }
+    }
+
     /// Timed `mbind` calls due at the window start; the migration time is charged to the
     /// process's first unfinished thread (the caller).
     fn run_due_mbinds(&mut self) {
@@ -731,11 +748,9 @@ impl Simulation {
         }
     }
 
-    /// A thread that has just ended: the major faults since its `drop_caches` (the programs
-    /// the harness runs one after another are alone on the machine, so the system's count
-    /// is theirs).
+    /// A thread that has just ended: its process's major faults since its `drop_caches`.
     fn note_major_faults(&mut self, ti: usize) {
-        let now = self.kernel.vmstat().total(Vm::Pgmajfault);
+        let now = self.kernel.procs()[self.threads[ti].proc as usize].maj_flt;
         if let Some((base, end @ None)) = &mut self.threads[ti].majflt {
             *end = Some(now - *base);
         }
@@ -950,7 +965,7 @@ impl Simulation {
                 let th = &mut self.threads[ti];
                 if io.op == crate::mm::filemap::FileOp::DropCaches {
                     th.memused = Some((used, 0, 0));
-                    th.majflt = Some((self.kernel.vmstat().total(Vm::Pgmajfault), None));
+                    th.majflt = Some((self.kernel.procs()[proc as usize].maj_flt, None));
                 }
                 th.clock += r.cost.ps();
                 th.win_active += r.cost.ps();

@@ -251,6 +251,7 @@ impl Kernel {
             }
             self.vmstat.inc(n, Vm::Pswpin);
             self.vmstat.inc(n, Vm::Pgmajfault);
+            self.procs[p as usize].maj_flt += 1;
         } else {
             // First touch: zero-filled page.
             cost += self.cfg.costs.anon_fault;

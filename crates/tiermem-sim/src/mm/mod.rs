@@ -81,6 +81,8 @@ pub struct Process {
     pub rss: u64,
     /// The task's interleave cursor (`il_prev`, `il_weight`).
     pub il: IlCursor,
+    /// Major faults (`maj_flt`, /proc/PID/stat): swap-ins from zram or the swap device.
+    pub maj_flt: u64,
 }
 
 impl Process {
@@ -137,6 +139,9 @@ pub struct Kernel {
     lazy: Option<lazy::LazyAccess>,
     /// The page cache ([`filemap`]).
     page_cache: filemap::PageCache,
+    /// Time other contexts (kdamond's sampling) cost a process, not yet charged to one of
+    /// its threads: (process, ns).
+    pending_charges: Vec<(u16, u64)>,
 }
 
 /// `NUMA_BALANCING_NORMAL`.
@@ -187,6 +192,7 @@ impl Kernel {
             ksm,
             lazy: None,
             page_cache: filemap::PageCache::default(),
+            pending_charges: Vec::new(),
         }
     }
 
@@ -229,6 +235,24 @@ impl Kernel {
     }
 
     /// The event counters.
+    /// Charge `ns` of a process's time spent on another context's behalf (kdamond's
+    /// sampling, [`tiermem_core::damon::DamonCosts::sampled_access_ns`]); the engine
+    /// moves it to one of the process's threads ([`Kernel::take_charges`]).
+    pub(crate) fn charge_process(&mut self, proc: u16, ns: u64) {
+        match self.pending_charges.iter_mut().find(|(p, _)| *p == proc) {
+            Some((_, t)) => *t += ns,
+            None => self.pending_charges.push((proc, ns)),
+        }
+    }
+
+    /// The charges since the last call, by process.
+    pub fn take_charges(&mut self) -> Vec<(u16, SimDuration)> {
+        self.pending_charges
+            .drain(..)
+            .map(|(p, ns)| (p, SimDuration(ns)))
+            .collect()
+    }
+
     pub fn vmstat(&self) -> &VmStat {
         &self.vmstat
     }
@@ -420,6 +444,7 @@ impl Kernel {
             alive: true,
             rss: 0,
             il: IlCursor::default(),
+            maj_flt: 0,
         });
         self.ksm_add_process(id as u16);
         Ok(id as u16)
