@@ -703,9 +703,7 @@ impl SchemeStats {
 
 /// kdamond's CPU cost model (assumptions; see docs/model.md). kdamond runs on its own CPU:
 /// its time is reported as a share of one CPU and does not slow the workload, except for
-/// the time the actions' effects cost (refaults, migration traffic) and
-/// [`sampled_access_ns`](DamonCosts::sampled_access_ns), what its sampling costs the
-/// monitored program.
+/// the time the actions' effects cost (refaults, migration traffic).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DamonCosts {
@@ -726,13 +724,6 @@ pub struct DamonCosts {
     /// Per page an action looks at (pfn to folio lookup), including free pages it skips.
     /// Default 50 ns.
     pub walk_page_ns: u64,
-    /// The monitored program's cost of one access check that finds its page accessed: the
-    /// program touched the page after DAMON's `mkold` cleared the PTE's accessed bit
-    /// (`damon_ptep_mkold`, no TLB flush), so its page walk set the bit again in a PTE cache
-    /// line kdamond's CPU had just written, and kdamond's check (`damon_folio_young`, an
-    /// rmap walk) read it back. Charged to the process that owns the page, as time on its
-    /// thread. Default 0 (not modelled; seed 004's experiments set it, see docs/model.md).
-    pub sampled_access_ns: u64,
 }
 
 impl Default for DamonCosts {
@@ -744,7 +735,6 @@ impl Default for DamonCosts {
             apply_region_ns: 30,
             action_page_ns: 1000,
             walk_page_ns: 50,
-            sampled_access_ns: 0,
         }
     }
 }

@@ -676,7 +676,6 @@ impl Simulation {
                 );
             }
             self.kernel.run_ksmd(SimTime(stop));
-            self.charge_kernel_time();
             // Barriers: release a group when every unfinished member waits.
             let mut released = false;
             for g in 0..self.groups.len() {
@@ -715,21 +714,6 @@ impl Simulation {
                     self.reap_exited();
                 }
                 return Ok(());
-            }
-        }
-    }
-
-    /// Time kernel threads cost processes (kdamond's sampling of their pages) goes to the
-    /// process's first unfinished thread, which runs that much later.
-    fn charge_kernel_time(&mut self) {
-        for (proc, cost) in self.kernel.take_charges() {
-            if let Some(th) = self
-                .threads
-                .iter_mut()
-                .find(|t| t.proc == proc && t.state != ThreadState::Done)
-            {
-                th.clock += cost.ps();
-                th.win_active += cost.ps();
             }
         }
     }

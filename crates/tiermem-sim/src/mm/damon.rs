@@ -218,20 +218,6 @@ impl SimOps<'_> {
             || f.owner < OWNER_FILE && self.kernel.pte_young(f.owner as usize, f.vpn)
     }
 
-    /// What the check of an accessed page cost its program
-    /// ([`DamonCosts::sampled_access_ns`]): charged when a process's PTE (not only the
-    /// frame's `PG_idle`, which reclaim clears) shows the access.
-    fn charge_sampled_access(&mut self, n: usize, pfn: u32, young: bool) {
-        let cost = self.costs.sampled_access_ns;
-        let owner = self.kernel.nodes[n].frames[pfn as usize].owner;
-        if young && cost > 0 && owner < OWNER_FILE {
-            let f = self.kernel.nodes[n].frames[pfn as usize];
-            if self.kernel.pte_young(f.owner as usize, f.vpn) {
-                self.kernel.charge_process(owner as u16, cost);
-            }
-        }
-    }
-
     /// Whether a frame has a filter's property (the young filter checks and clears).
     fn has_property(&mut self, f: &FilterConfig, n: usize, pfn: u32) -> bool {
         match f.kind {
@@ -460,11 +446,7 @@ impl DamonOps for SimOps<'_> {
 
     fn check_access(&mut self, target: usize, addr: u64) -> bool {
         match self.page_at(target, addr) {
-            Page::Frame(n, pfn) => {
-                let young = self.young(n, pfn);
-                self.charge_sampled_access(n, pfn, young);
-                young
-            }
+            Page::Frame(n, pfn) => self.young(n, pfn),
             _ => false,
         }
     }

@@ -139,9 +139,6 @@ pub struct Kernel {
     lazy: Option<lazy::LazyAccess>,
     /// The page cache ([`filemap`]).
     page_cache: filemap::PageCache,
-    /// Time other contexts (kdamond's sampling) cost a process, not yet charged to one of
-    /// its threads: (process, ns).
-    pending_charges: Vec<(u16, u64)>,
 }
 
 /// `NUMA_BALANCING_NORMAL`.
@@ -192,7 +189,6 @@ impl Kernel {
             ksm,
             lazy: None,
             page_cache: filemap::PageCache::default(),
-            pending_charges: Vec::new(),
         }
     }
 
@@ -235,24 +231,6 @@ impl Kernel {
     }
 
     /// The event counters.
-    /// Charge `ns` of a process's time spent on another context's behalf (kdamond's
-    /// sampling, [`tiermem_core::damon::DamonCosts::sampled_access_ns`]); the engine
-    /// moves it to one of the process's threads ([`Kernel::take_charges`]).
-    pub(crate) fn charge_process(&mut self, proc: u16, ns: u64) {
-        match self.pending_charges.iter_mut().find(|(p, _)| *p == proc) {
-            Some((_, t)) => *t += ns,
-            None => self.pending_charges.push((proc, ns)),
-        }
-    }
-
-    /// The charges since the last call, by process.
-    pub fn take_charges(&mut self) -> Vec<(u16, SimDuration)> {
-        self.pending_charges
-            .drain(..)
-            .map(|(p, ns)| (p, SimDuration(ns)))
-            .collect()
-    }
-
     pub fn vmstat(&self) -> &VmStat {
         &self.vmstat
     }
