@@ -301,6 +301,12 @@ fn run_one_experiment(
     let runs = e.variants.len() * e.seeds.len().max(1);
     match e.seeds.len() {
         0 => eprintln!("experiment {}: {} variants", e.name, e.variants.len()),
+        1 => eprintln!(
+            "experiment {}: {} variants, seed {}",
+            e.name,
+            e.variants.len(),
+            e.seeds[0]
+        ),
         n => eprintln!(
             "experiment {}: {} variants × {n} seeds = {runs} runs",
             e.name,
@@ -434,7 +440,7 @@ fn index_markdown(outcomes: &[Outcome]) -> String {
             o.name,
             o.name,
             match o.seeds {
-                0 => o.variants.to_string(),
+                0 | 1 => o.variants.to_string(),
                 n => format!("{} × {n} seeds", o.variants),
             },
             frac(o.directions),
