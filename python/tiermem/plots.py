@@ -458,7 +458,13 @@ def _bar(results: Mapping[str, Any], spec: Mapping[str, Any]) -> Figure:
         offset = (j - (len(ys) - 1) / 2) * width
         # Over several seeds (``sd`` in results.json): ±1 standard deviation whiskers.
         sd = [_metric(v, y, "sd") for v in variants]
-        yerr = None if all(e is None for e in sd) else [0.0 if e is None else e for e in sd]
+        yerr = None
+        if any(e is not None for e in sd):
+            upper = [0.0 if e is None else e for e in sd]
+            # On a log axis a whisker below zero stops just above it, as the native plots'.
+            lower = [min(e, 0.999 * v) if spec.get("logy") and v > 0 else e
+                     for e, v in zip(upper, np.nan_to_num(values[:, j]))]
+            yerr = [lower, upper]
         bars = ax.bar(positions + offset, values[:, j], width, yerr=yerr, capsize=3,
                       label=y if len(ys) > 1 else None)
         ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=2)
