@@ -217,9 +217,9 @@ impl Step {
         }
     }
 
-    /// The published change from `a` to `b`, per cent.
+    /// The change from `a` to `b`, per cent (None from 0).
     pub fn pct(a: f64, b: f64) -> Option<f64> {
-        Some((b - a) / a * 100.0)
+        (a != 0.0).then(|| (b - a) / a * 100.0)
     }
 }
 
@@ -267,11 +267,7 @@ fn step_spread(st: &Step, from: &VariantResult, to: &VariantResult) -> Option<St
     if pairs.is_empty() {
         return None;
     }
-    let pcts: Vec<f64> = pairs
-        .iter()
-        .filter(|(a, _)| *a != 0.0)
-        .map(|(a, b)| (b - a) / a * 100.0)
-        .collect();
+    let pcts: Vec<f64> = pairs.iter().filter_map(|&(a, b)| Step::pct(a, b)).collect();
     Some(StepSeeds {
         sd_pct: crate::seeds::mean_sd(&pcts).and_then(|(_, sd)| sd),
         holds: pairs
@@ -295,10 +291,7 @@ pub fn evaluate_steps(exp: &Experiment, results: &[VariantResult]) -> Vec<StepRe
                 _ => None,
             };
             let (simulated_pct, holds) = match (a, b) {
-                (Some(a), Some(b)) => (
-                    (a != 0.0).then(|| (b - a) / a * 100.0),
-                    st.expect.holds(a, b),
-                ),
+                (Some(a), Some(b)) => (Step::pct(a, b), st.expect.holds(a, b)),
                 _ => (None, false),
             };
             let within_published = st

@@ -86,10 +86,11 @@ struct Thread {
     /// used pages right after the thread's `drop_caches`, and the sum and count of the
     /// timeline samples' increase over them while the thread runs.
     memused: Option<(u64, i128, u64)>,
-    /// The process's major faults at the thread's `drop_caches`, and their increase until
-    /// the thread ended: the harness's per-run major faults (damon-tests' `pgmajfaults`,
-    /// system-wide there, where each program runs alone).
-    majflt: Option<(u64, Option<u64>)>,
+    /// The process's major faults at the thread's `drop_caches`: their increase until the
+    /// thread ends is the harness's per-run major faults (damon-tests' `pgmajfaults`,
+    /// system-wide there, where each program runs alone; the process, one thread, faults no
+    /// more once that has ended).
+    majflt_at_drop: Option<u64>,
     /// The generator's stationary phase, for a switch to page events at its start.
     stationary: Option<workload::Stationary>,
     /// Page-event state once the thread has switched ([`events`]).
@@ -338,7 +339,7 @@ fn make_threads(
                 run_mark: None,
                 run_end: None,
                 memused: None,
-                majflt: None,
+                majflt_at_drop: None,
                 stationary,
                 events: None,
             }
@@ -655,9 +656,6 @@ impl Simulation {
                     } else {
                         self.run_thread(ti, stop)?;
                     }
-                    if self.threads[ti].state == ThreadState::Done {
-                        self.note_major_faults(ti);
-                    }
                 }
             }
             // Kernel threads catch up.
@@ -729,14 +727,6 @@ impl Simulation {
             {
                 th.clock = th.clock.max(self.now) + cost.ps();
             }
-        }
-    }
-
-    /// A thread that has just ended: its process's major faults since its `drop_caches`.
-    fn note_major_faults(&mut self, ti: usize) {
-        let now = self.kernel.procs()[self.threads[ti].proc as usize].maj_flt;
-        if let Some((base, end @ None)) = &mut self.threads[ti].majflt {
-            *end = Some(now - *base);
         }
     }
 
@@ -949,7 +939,7 @@ impl Simulation {
                 let th = &mut self.threads[ti];
                 if io.op == crate::mm::filemap::FileOp::DropCaches {
                     th.memused = Some((used, 0, 0));
-                    th.majflt = Some((self.kernel.procs()[proc as usize].maj_flt, None));
+                    th.majflt_at_drop = Some(self.kernel.procs()[proc as usize].maj_flt);
                 }
                 th.clock += r.cost.ps();
                 th.win_active += r.cost.ps();
@@ -1208,7 +1198,10 @@ impl Simulation {
                     .memused
                     .filter(|m| m.2 > 0)
                     .map(|(_, sum, n)| sum as f64 / n as f64 * PAGE_SIZE as f64);
-                r.major_faults = th.majflt.and_then(|(_, d)| d);
+                r.major_faults = th
+                    .majflt_at_drop
+                    .filter(|_| th.state == ThreadState::Done)
+                    .map(|base| self.kernel.procs()[th.proc as usize].maj_flt - base);
                 r
             })
             .collect();
