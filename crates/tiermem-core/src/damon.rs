@@ -707,7 +707,13 @@ impl SchemeStats {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DamonCosts {
-    /// Per region per sample: prepare (pick address, mkold via rmap) and check. Default 60 ns.
+    /// Per region per sample: prepare (pick address, mkold via rmap) and check. Default
+    /// 280 ns, from DAMON's paddr monitoring alone on the seed-004 programs: damon-tests'
+    /// `prec` runs use 1.25 % of a CPU (median over 693 daily reports; the DAMON_RECLAIM
+    /// RFC v1 gives about 1.45 %), 62.5 us per 5 ms sample, over the 222 regions a sample
+    /// checks on average in the simulator's full-size seed-004 runs. The TCG guest's traced
+    /// 2.5 us a region (docs/fidelity.md) is 9 times that, inside the 8-17 times TCG slows
+    /// kernel page work (docs/recordings/page-cache-vm.md).
     pub sample_region_ns: u64,
     /// Per sample: how late the kdamond wakes from its sampling sleep (`kdamond_usleep`'s
     /// `usleep_idle_range`: timer slack, wakeup and the loop's fixed work). Latency, not
@@ -732,7 +738,7 @@ pub struct DamonCosts {
 impl Default for DamonCosts {
     fn default() -> Self {
         DamonCosts {
-            sample_region_ns: 60,
+            sample_region_ns: 280,
             sample_wakeup_ns: 20_000,
             aggregate_region_ns: 40,
             apply_region_ns: 30,
