@@ -128,9 +128,11 @@ fn print_summary(s: &tiermem_sim::engine::Summary, wall: f64) {
             tiermem_sim::workload::WorkloadResult::Mlc { name, bandwidth_mbps, latency_ns, .. } => {
                 println!("{name}: MLC {bandwidth_mbps:.1} MB/s at {latency_ns:.1} ns")
             }
-            tiermem_sim::workload::WorkloadResult::Parsec { name, runtime_seconds, complete, memused_avg_bytes, .. } => println!(
-                "{name}: runtime {runtime_seconds:.3} s{}{}",
+            tiermem_sim::workload::WorkloadResult::Parsec { name, runtime_seconds, complete, memused_avg_bytes, major_faults, kdamond_cpu_pct, .. } => println!(
+                "{name}: runtime {runtime_seconds:.3} s{}{}{}{}",
                 memused_avg_bytes.map_or(String::new(), |m| format!(", memused.avg {:.1} MiB", m / 1048576.0)),
+                major_faults.map_or(String::new(), |n| format!(", {n} major faults")),
+                kdamond_cpu_pct.map_or(String::new(), |c| format!(", kdamond {c:.2} % of a CPU")),
                 if *complete { "" } else { " (incomplete: raise duration)" }
             ),
             tiermem_sim::workload::WorkloadResult::Hotregions { name, accesses, run_seconds } => {

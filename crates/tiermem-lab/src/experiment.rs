@@ -945,8 +945,8 @@ fn per_workload_section(exp: &Experiment, results: &[VariantResult]) -> String {
         "Memory saving per workload",
         &|b| format!("memused.avg of `{b}` (MiB) and each variant's saving against it (%)"),
         "memused_avg_bytes",
-        &|b| (b > 0.0).then(|| mib(b)),
-        &|b, x| format!("{:.1}", (b - x) / b * 100.0),
+        &|b| b.filter(|&b| b > 0.0).map(mib),
+        &|b, x| b.map_or("–".into(), |b| format!("{:.1}", (b - x) / b * 100.0)),
     );
     s.push_str(&t.table(
         "Major faults per workload",
@@ -957,8 +957,20 @@ fn per_workload_section(exp: &Experiment, results: &[VariantResult]) -> String {
             )
         },
         "major_faults",
-        &|b| Some(count(b)),
+        &|b| b.map(count),
         &|_, x| count(x),
+    ));
+    s.push_str(&t.table(
+        "kdamond CPU per workload",
+        &|b| {
+            format!(
+                "The kdamonds' CPU time while each run's program ran, % of one CPU (damon-tests' \
+                 per-run `kdamond_cpu_util`), `{b}` and each variant"
+            )
+        },
+        "kdamond_cpu_pct",
+        &|b| Some(b.map_or("–".into(), |b| format!("{b:.2}"))),
+        &|_, x| format!("{x:.2}"),
     ));
     s
 }
@@ -1001,15 +1013,16 @@ impl<'a> PerWorkload<'a> {
         })
     }
 
-    /// One row per workload whose baseline `field` `base_cell` shows, one column per
-    /// variant with `cell(baseline, variant)`; empty when no workload has the field.
+    /// One row per workload whose baseline `field` (absent: None) `base_cell` shows, one
+    /// column per variant with `cell(baseline, variant)`; empty when no run of any
+    /// workload has the field.
     fn table(
         &self,
         title: &str,
         intro: &dyn Fn(&str) -> String,
         field: &str,
-        base_cell: &dyn Fn(f64) -> Option<String>,
-        cell: &dyn Fn(f64, f64) -> String,
+        base_cell: &dyn Fn(Option<f64>) -> Option<String>,
+        cell: &dyn Fn(Option<f64>, f64) -> String,
     ) -> String {
         let workloads = self
             .base
@@ -1017,21 +1030,24 @@ impl<'a> PerWorkload<'a> {
             .and_then(|w| w.as_array())
             .map_or(0, Vec::len);
         let mut rows = String::new();
+        let mut any = false;
         for i in 0..workloads {
             let key = format!("workloads[{i}].{field}");
-            let Some((b, shown)) = metric(&self.base, &key).and_then(|b| Some((b, base_cell(b)?)))
-            else {
+            let b = metric(&self.base, &key);
+            let Some(shown) = base_cell(b) else {
                 continue;
             };
             let name = self.base["workloads"][i]["name"].as_str().unwrap_or("?");
             rows.push_str(&format!("| {name} | {shown} |"));
+            any |= b.is_some();
             for (_, v) in &self.others {
-                let c = metric(v, &key).map_or("–".into(), |x| cell(b, x));
-                rows.push_str(&format!(" {c} |"));
+                let x = metric(v, &key);
+                any |= x.is_some();
+                rows.push_str(&format!(" {} |", x.map_or("–".into(), |x| cell(b, x))));
             }
             rows.push('\n');
         }
-        if rows.is_empty() {
+        if !any {
             return String::new();
         }
         let (baseline, of_seed) = (self.baseline, &self.of_seed);
@@ -1277,6 +1293,18 @@ mod tests {
         );
         assert!(t.contains("## Major faults per workload"), "{t}");
         assert!(t.contains("| w1 | 0 | 1234 |"), "{t}");
+        assert!(!t.contains("kdamond CPU"), "no run reports it: {t}");
+        // kdamond CPU per workload: the baseline, without DAMON, has none.
+        let cpu = |pct: Option<f64>| {
+            serde_json::json!({"workloads": [
+                {"name": "w0", "memused_avg_bytes": 1048576.0, "kdamond_cpu_pct": pct}]})
+        };
+        let t = per_workload_section(
+            &e,
+            &[result("orig", &cpu(None)), result("v", &cpu(Some(4.25)))],
+        );
+        assert!(t.contains("## kdamond CPU per workload"), "{t}");
+        assert!(t.contains("| w0 | – | 4.25 |"), "{t}");
     }
 
     #[test]

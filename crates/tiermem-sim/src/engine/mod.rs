@@ -91,6 +91,10 @@ struct Thread {
     /// system-wide there, where each program runs alone; the process, one thread, faults no
     /// more once that has ended).
     majflt_at_drop: Option<u64>,
+    /// The kdamonds' CPU time (ns) and the time (ps) at the first and the latest timeline
+    /// sample within the thread's measured phase: their increase is the per-run kdamond
+    /// CPU use that damon-tests reports.
+    kdamond_samples: Option<((u64, u64), (u64, u64))>,
     /// The generator's stationary phase, for a switch to page events at its start.
     stationary: Option<workload::Stationary>,
     /// Page-event state once the thread has switched ([`events`]).
@@ -340,6 +344,7 @@ fn make_threads(
                 run_end: None,
                 memused: None,
                 majflt_at_drop: None,
+                kdamond_samples: None,
                 stationary,
                 events: None,
             }
@@ -1109,6 +1114,7 @@ impl Simulation {
             .map(|&v| self.kernel.vmstat().total(v))
             .collect();
         let used = self.used_pages();
+        let kdamond_ns: u64 = self.kdamonds.iter().map(|k| k.ctx.cpu_ns()).sum();
         self.memused_sum.0 += used as u128;
         self.memused_sum.1 += 1;
         for th in self
@@ -1119,6 +1125,10 @@ impl Simulation {
             if let Some((base, sum, n)) = &mut th.memused {
                 *sum += used as i128 - *base as i128;
                 *n += 1;
+            }
+            if th.run_mark.is_some() && !self.kdamonds.is_empty() {
+                let now = (kdamond_ns, self.now);
+                th.kdamond_samples = Some((th.kdamond_samples.map_or(now, |s| s.0), now));
             }
         }
         let mean_lat = if self.sample_lat.1 > 0 {
@@ -1202,6 +1212,10 @@ impl Simulation {
                     .majflt_at_drop
                     .filter(|_| th.state == ThreadState::Done)
                     .map(|base| self.kernel.procs()[th.proc as usize].maj_flt - base);
+                r.kdamond_cpu_pct = th
+                    .kdamond_samples
+                    .filter(|((_, t0), (_, t1))| th.state == ThreadState::Done && t1 > t0)
+                    .map(|((c0, t0), (c1, t1))| (c1 - c0) as f64 * 1e3 / (t1 - t0) as f64 * 100.0);
                 r
             })
             .collect();

@@ -1061,6 +1061,9 @@ pub struct ThreadReport {
     pub memused_avg_bytes: Option<f64>,
     /// Major faults from the thread's `drop_caches` to its end.
     pub major_faults: Option<u64>,
+    /// kdamond CPU time over the thread's measured phase as a share of one CPU, percent
+    /// (damon-tests' per-run `kdamond_cpu_util`), from the timeline samples in it.
+    pub kdamond_cpu_pct: Option<f64>,
 }
 
 /// Results of one workload.
@@ -1126,6 +1129,12 @@ pub enum WorkloadResult {
         /// per-run `pgmajfaults`). Absent without the drop, or when the run did not end.
         #[serde(skip_serializing_if = "Option::is_none")]
         major_faults: Option<u64>,
+        /// The kdamonds' CPU time while the program ran, as a share of one CPU, percent
+        /// (damon-tests' per-run `kdamond_cpu_util`: DAMON runs only while the program
+        /// does), from the timeline samples within the run. Absent without DAMON, or when
+        /// the run did not end or spanned fewer than two samples.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kdamond_cpu_pct: Option<f64>,
     },
     Hotregions {
         name: String,
@@ -1232,6 +1241,7 @@ pub fn results(
                     accesses: r.map_or(0, |r| r.run_accesses),
                     memused_avg_bytes: r.and_then(|r| r.memused_avg_bytes),
                     major_faults: r.and_then(|r| r.major_faults),
+                    kdamond_cpu_pct: r.and_then(|r| r.kdamond_cpu_pct),
                 });
             }
             WorkloadConfig::Hotregions(h) => {
