@@ -42,6 +42,22 @@ impl KernelRelease {
     }
 }
 
+impl KernelRelease {
+    /// `damos_set_effective_quota` computes the time quota's throughput as
+    /// `total_charged_sz * 1000000 / total_charged_ns` in `unsigned long`, which wraps once
+    /// the scheme has charged 2^64 / 10^6 bytes (16.8 TiB: a paddr scheme that walks a
+    /// 130 GiB machine's free memory every few seconds gets there within the hour), and
+    /// `throughput * ms` wraps too. From the time quota's introduction (1cd243030059,
+    /// "mm/damon/schemes: implement time quota", 5.16; the DAMON_RECLAIM RFC's trees carry
+    /// the same code) until 6.17, whose "mm/damon/core: prevent unnecessary overflow in
+    /// damos_set_effective_quota()" (2025-08) uses `mult_frac`. The fix went to the stable
+    /// trees from 5.16 on; releases are compared by MAJOR.MINOR here, so a stable kernel
+    /// that has the backport is modelled as wrapping (set `release` to 6.17 to model it).
+    pub fn damos_throughput_wraps(self) -> bool {
+        self < KernelRelease::new(6, 17)
+    }
+}
+
 impl fmt::Display for KernelRelease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)

@@ -19,6 +19,7 @@ use tiermem_core::damon::{
     OpsKind, Region as CoreRegion, SchemeConfig, WmarkMetric,
 };
 use tiermem_core::damon_record::RecordSnapshot;
+use tiermem_core::release::KernelRelease;
 use tiermem_core::units::PAGE_SIZE;
 
 /// `DAMOS_MAX_SCORE`.
@@ -255,6 +256,9 @@ pub struct DamonCtx {
     pub counters: CtxCounters,
     /// With `record`: each target's regions at every aggregation.
     recording: Option<Vec<Vec<RecordSnapshot>>>,
+    /// The time quota's throughput arithmetic wraps at 64 bits, as before 6.17
+    /// ([`KernelRelease::damos_throughput_wraps`]).
+    throughput_wraps: bool,
 }
 
 impl DamonCtx {
@@ -281,7 +285,14 @@ impl DamonCtx {
             applying: None,
             counters: CtxCounters::default(),
             recording: cfg.record.then(Vec::new),
+            throughput_wraps: false,
         })
+    }
+
+    /// Model `release`'s behaviour where it differs (None: the newest modelled behaviour).
+    pub fn for_release(mut self, release: Option<KernelRelease>) -> Self {
+        self.throughput_wraps = release.is_some_and(KernelRelease::damos_throughput_wraps);
+        self
     }
 
     pub fn attrs(&self) -> &MonitoringAttrs {
@@ -855,13 +866,15 @@ impl DamonCtx {
             esz = s.quota.esz_bp / 10_000;
         }
         if qc.ms > 0 {
-            let throughput = if s.quota.total_charged_ns > 0 {
-                (s.quota.total_charged_sz as u128 * 1_000_000 / s.quota.total_charged_ns as u128)
-                    as u64
-            } else {
-                PAGE_SIZE * 1024
+            let (sz, ns) = (s.quota.total_charged_sz, s.quota.total_charged_ns);
+            let quota_sz = match (ns, self.throughput_wraps) {
+                (0, _) => (PAGE_SIZE * 1024).saturating_mul(qc.ms),
+                // Before 6.17: `sz * 1000000 / ns` and `throughput * ms` in unsigned long.
+                (_, true) => (sz.wrapping_mul(1_000_000) / ns).wrapping_mul(qc.ms),
+                // mult_frac, exact here.
+                (_, false) => ((sz as u128 * 1_000_000 / ns as u128) as u64).saturating_mul(qc.ms),
             };
-            esz = esz.min(throughput.saturating_mul(qc.ms));
+            esz = esz.min(quota_sz);
         }
         if qc.sz > 0 && qc.sz < esz {
             esz = qc.sz;

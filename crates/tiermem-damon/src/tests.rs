@@ -6,6 +6,7 @@ use crate::region::Region;
 use crate::{ApplyRequest, ApplyResult, DamonOps, OpsFilters};
 use proptest::prelude::*;
 use tiermem_core::damon::*;
+use tiermem_core::release::KernelRelease;
 use tiermem_core::units::{NodeId, PAGE_SIZE};
 
 const P: u64 = PAGE_SIZE;
@@ -254,6 +255,45 @@ fn quota_charges_sizes_and_converts_time_to_size_from_throughput() {
     run(&mut ctx, &mut ops, 0, 150_000);
     assert_eq!(ctx.schemes[0].quota.esz, 1 << 20);
     assert_eq!(ctx.schemes[0].stat.sz_tried, 1 << 20);
+}
+
+#[test]
+fn the_time_quota_throughput_wraps_at_64_bits_before_6_17() {
+    // 1.5 × 2^64 / 10^6 bytes charged over 1000 s: the exact throughput is 27.7 MB/ms; the
+    // kernel before 6.17 computes `sz * 1000000` in 64 bits, which keeps half of 2^64.
+    let (sz, ns) = (3 * (u64::MAX / 1_000_000 / 2), 1_000_000_000_000u64);
+    let esz = |release: Option<KernelRelease>| {
+        let mut ops = Mock::new(1 << 30);
+        ops.ns_per_page = 4000;
+        let q = QuotaConfig {
+            ms: 10,
+            reset_interval_ms: 1000,
+            ..Default::default()
+        };
+        let mut ctx = DamonCtx::new(&ctx_cfg(vec![cold_pageout(q)]), Default::default(), 1)
+            .unwrap()
+            .for_release(release);
+        let now = run(&mut ctx, &mut ops, 0, 150_000);
+        ctx.schemes[0].quota.total_charged_sz = sz;
+        ctx.schemes[0].quota.total_charged_ns = ns;
+        run(&mut ctx, &mut ops, now, 1_100_000);
+        ctx.schemes[0].quota.esz as f64
+    };
+    let exact = (sz as u128 * 1_000_000 / ns as u128) as f64 * 10.0;
+    let wrapped = (sz.wrapping_mul(1_000_000) / ns) as f64 * 10.0;
+    assert!(wrapped < exact / 2.0, "{wrapped} vs {exact}");
+    for (release, want) in [
+        (None, exact),
+        (Some(KernelRelease::new(6, 17)), exact),
+        (Some(KernelRelease::new(6, 12)), wrapped),
+        (Some(KernelRelease::new(5, 13)), wrapped),
+    ] {
+        let got = esz(release);
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "{release:?}: esz {got}, want {want}"
+        );
+    }
 }
 
 #[test]

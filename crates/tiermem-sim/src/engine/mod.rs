@@ -389,6 +389,7 @@ fn make_kdamonds(
             kernel,
             proc_workload,
             &cfg.kernel.damon.costs,
+            cfg.kernel.release,
             seed,
         )?;
         if nc.cfg.record {
@@ -425,6 +426,7 @@ fn make_kdamonds(
             kernel,
             proc_workload,
             &cfg.kernel.damon.costs,
+            cfg.kernel.release,
             seed,
         )?);
     }

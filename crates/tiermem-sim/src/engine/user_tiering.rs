@@ -145,6 +145,7 @@ impl UserTiering {
                 kernel,
                 proc_workload,
                 &cfg.kernel.damon.costs,
+                cfg.kernel.release,
                 seed.wrapping_add(k as u64),
             )?);
         }

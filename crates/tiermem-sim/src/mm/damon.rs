@@ -60,11 +60,14 @@ impl Kdamond {
         kernel: &Kernel,
         proc_workload: &[usize],
         costs: &DamonCosts,
+        release: Option<tiermem_core::release::KernelRelease>,
         seed: u64,
     ) -> Result<Kdamond, tiermem_core::ConfigError> {
-        let ctx = DamonCtx::new(&nc.cfg, costs.clone(), seed).map_err(|e| {
-            tiermem_core::ConfigError::invalid(format!("kernel.damon ({})", nc.name), e.0)
-        })?;
+        let ctx = DamonCtx::new(&nc.cfg, costs.clone(), seed)
+            .map_err(|e| {
+                tiermem_core::ConfigError::invalid(format!("kernel.damon ({})", nc.name), e.0)
+            })?
+            .for_release(release);
         let procs = match nc.cfg.ops {
             OpsKind::Vaddr => (0..proc_workload.len())
                 .filter(|&p| nc.cfg.target_workloads.contains(&proc_workload[p]))
