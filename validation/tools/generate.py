@@ -31,6 +31,7 @@ task_wakeup = "200us"
 TCG_DAMON_COSTS = """[kernel.damon.costs]
 sample_region_ns = 2500        # the guest's kdamond (traced): 5.26 ms + 2.5 us per region sampled a sample
 sample_wakeup_ns = 250000
+walk_page_ns = 90             # the guest's pageout walk (traced damos_before_apply gaps): 78-102 ns a page over the five 33 000-39 000-page regions walked fastest
 """
 TCG_ZRAM_COST = 'compress_cost = "60us"\n'
 # The runner loop's CPU time per access in the guest, set on every workload.
