@@ -40,9 +40,7 @@ impl KernelRelease {
     pub fn damon_reclaim_drops_scheme(self) -> bool {
         (KernelRelease::new(6, 11)..KernelRelease::new(6, 17)).contains(&self)
     }
-}
 
-impl KernelRelease {
     /// `damos_set_effective_quota` computes the time quota's throughput as
     /// `total_charged_sz * 1000000 / total_charged_ns` in `unsigned long`, which wraps once
     /// the scheme has charged 2^64 / 10^6 bytes (16.8 TiB: a paddr scheme that walks a
