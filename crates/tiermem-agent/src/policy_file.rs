@@ -298,6 +298,11 @@ fn damon(d: &toml::Table, t: &mut Translated) -> Result<(), ConfigError> {
                                 "{path}[0].record (use `tiermem damon record` on a host)"
                             ));
                         }
+                        if ctx.remove("per_workload_run").is_some() {
+                            t.ignored.push(format!(
+                                "{path}[0].per_workload_run (the agent's kdamond runs while the agent does)"
+                            ));
+                        }
                         ctx.remove("target_workloads");
                         t.agent.insert("damon".into(), ctx.into());
                         t.renames.push(("damon".into(), format!("{path}[0]")));

@@ -94,6 +94,15 @@ pub struct ContextConfig {
     /// Default false.
     #[serde(default)]
     pub record: bool,
+    /// Run the context only while a workload's measured run is in progress, with a fresh
+    /// kdamond (new regions, new quota history) for each: as a benchmark harness does that
+    /// starts `damo schemes` when a program's process appears and stops it when the program
+    /// exits (damon-tests' `run_workload_damon.sh`, which produced the DAMON_RECLAIM RFC's
+    /// table). While runs overlap, one kdamond serves them all: it starts with the first
+    /// and stops with the last. Simulator only. Default false: one kdamond for the whole
+    /// simulation, as a module or a `damo start` before the workloads.
+    #[serde(default)]
+    pub per_workload_run: bool,
 }
 
 /// An address range `[start, end)`.
@@ -687,6 +696,16 @@ pub struct SchemeStats {
 }
 
 impl SchemeStats {
+    /// Add another kdamond's statistics (a per-run context's earlier kdamonds).
+    pub fn add(&mut self, o: &SchemeStats) {
+        self.nr_tried += o.nr_tried;
+        self.sz_tried += o.sz_tried;
+        self.nr_applied += o.nr_applied;
+        self.sz_applied += o.sz_applied;
+        self.sz_ops_filter_passed += o.sz_ops_filter_passed;
+        self.qt_exceeds += o.qt_exceeds;
+    }
+
     /// A statistic by its file name in `stats/` (`sz_applied`); `None` for another name.
     pub fn get(&self, file: &str) -> Option<u64> {
         Some(match file {
@@ -763,6 +782,12 @@ impl DamonConfig {
         for (ci, c) in self.contexts.iter().enumerate() {
             if let Err(m) = c.attrs.validate() {
                 return bad(format!("contexts[{ci}].attrs"), m);
+            }
+            if c.per_workload_run && c.record {
+                return bad(
+                    format!("contexts[{ci}].record"),
+                    "a per_workload_run context starts a fresh kdamond for each run; record one context that runs throughout instead".into(),
+                );
             }
             match c.ops {
                 OpsKind::Vaddr => {

@@ -143,6 +143,19 @@ pub struct CtxCounters {
     pub intervals_tunings: u64,
 }
 
+impl CtxCounters {
+    /// Add another context's counters (a per-run context's earlier kdamonds).
+    pub fn add(&mut self, o: &CtxCounters) {
+        self.samples += o.samples;
+        self.aggregations += o.aggregations;
+        self.access_checks += o.access_checks;
+        self.max_checks_per_sample = self.max_checks_per_sample.max(o.max_checks_per_sample);
+        self.monitor_cpu_ns += o.monitor_cpu_ns;
+        self.scheme_cpu_ns += o.scheme_cpu_ns;
+        self.intervals_tunings += o.intervals_tunings;
+    }
+}
+
 /// How long an action runs before the kdamond's step returns, ns. The kernel's
 /// `damos_apply_scheme` runs an action on a region to completion, which takes seconds when
 /// every page is reclaimed; the simulation cuts it into slices of this length so that the

@@ -21,7 +21,8 @@
 //! use tiermem_core::damon::{ContextConfig, OpsKind, MonitoringAttrs, AddrRange};
 //! use tiermem_damon::ctx::DamonCtx;
 //! let cfg = ContextConfig { ops: OpsKind::Paddr, attrs: MonitoringAttrs::default(),
-//!     target_workloads: vec![], regions: vec![], schemes: vec![], record: false };
+//!     target_workloads: vec![], regions: vec![], schemes: vec![], record: false,
+//!     per_workload_run: false };
 //! let ctx = DamonCtx::new(&cfg, Default::default(), 1).unwrap();
 //! assert_eq!(ctx.attrs().max_nr_accesses(), 20);
 //! ```

@@ -126,6 +126,7 @@ pub fn reclaim(p: &ReclaimParams) -> NamedContext {
             regions: monitor_ranges(p.monitor_region_start, p.monitor_region_end),
             schemes: vec![scheme],
             record: false,
+            per_workload_run: false,
         },
     }
 }
@@ -190,6 +191,7 @@ pub fn lru_sort(p: &LruSortParams) -> NamedContext {
             regions: monitor_ranges(p.monitor_region_start, p.monitor_region_end),
             schemes: vec![hot, cold],
             record: false,
+            per_workload_run: false,
         },
     }
 }
@@ -246,6 +248,7 @@ pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> V
                 regions: vec![node_range(p.fast_node)],
                 schemes: vec![demote],
                 record: false,
+                per_workload_run: false,
             },
         },
         NamedContext {
@@ -257,6 +260,7 @@ pub fn tiering(p: &TieringParams, node_range: impl Fn(NodeId) -> AddrRange) -> V
                 regions: vec![node_range(p.slow_node)],
                 schemes: vec![promote],
                 record: false,
+                per_workload_run: false,
             },
         },
     ]

@@ -96,6 +96,7 @@ fn ctx_cfg(schemes: Vec<SchemeConfig>) -> ContextConfig {
         regions: vec![],
         schemes,
         record: false,
+        per_workload_run: false,
     }
 }
 

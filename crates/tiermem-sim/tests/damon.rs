@@ -5,6 +5,7 @@ use tiermem_core::config::SimConfig;
 use tiermem_core::damon_workloads::HotRegionsConfig;
 use tiermem_core::units::PAGE_SIZE;
 use tiermem_sim::engine::Simulation;
+use tiermem_sim::workload::WorkloadResult;
 
 fn sim(text: &str) -> Simulation {
     let cfg = SimConfig::from_toml_str(text, "test.toml").unwrap();
@@ -198,4 +199,99 @@ fn bad_damon_config_is_rejected_with_its_key() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("quota_msec"), "{e}");
+    let e = SimConfig::from_toml_str(
+        "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\nper_workload_run = true\nrecord = true\n",
+        "x.toml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("kernel.damon.contexts[0].record"), "{e}");
+}
+
+/// Two programs one after another, 4 s apart, under a paddr pageout scheme with a 50 ms/s
+/// time quota; `per_workload_run` as given.
+fn two_runs(per_run: bool) -> tiermem_sim::engine::SimResult {
+    let text = format!(
+        r#"seed = 5
+duration = "14s"
+[machine]
+name = "vm"
+[[machine.nodes]]
+id = 0
+cpus = 4
+capacity = "1GiB"
+kind = "dram"
+read_latency = "85ns"
+read_bandwidth = "50GB/s"
+write_bandwidth = "42GB/s"
+[kernel.zram]
+capacity = "256MiB"
+[[kernel.damon.contexts]]
+ops = "paddr"
+per_workload_run = {per_run}
+[[kernel.damon.contexts.schemes]]
+action = "pageout"
+access_pattern = {{ min_nr_accesses = 0, max_nr_accesses = 0, min_age = 5 }}
+quotas = {{ ms = 50, reset_interval_ms = 1000 }}
+[[workloads]]
+type = "parsec"
+shape = "grow_then_cold"
+rss = "32MiB"
+cold_frac = 0.9
+runtime = "4s"
+hot_window = "500ms"
+cpu_per_access = "400ns"
+[[workloads]]
+type = "parsec"
+shape = "grow_then_cold"
+rss = "32MiB"
+cold_frac = 0.9
+runtime = "4s"
+hot_window = "500ms"
+cpu_per_access = "400ns"
+start = "8s"
+"#
+    );
+    sim(&text).run(&mut |_| {}).unwrap()
+}
+
+#[test]
+fn a_per_workload_run_context_runs_a_fresh_kdamond_during_each_run_only() {
+    let per_run = two_runs(true);
+    let whole = two_runs(false);
+    let samples = |r: &tiermem_sim::engine::SimResult| r.summary.damon[0].counters.samples;
+    // Sampling (5 ms) only while a program runs: about the two runtimes, not the 14 s.
+    let parsec = |r: &tiermem_sim::engine::SimResult| -> Vec<(f64, Option<f64>)> {
+        r.summary
+            .workloads
+            .iter()
+            .filter_map(|w| match w {
+                WorkloadResult::Parsec {
+                    runtime_seconds,
+                    kdamond_cpu_pct,
+                    ..
+                } => Some((*runtime_seconds, *kdamond_cpu_pct)),
+                _ => None,
+            })
+            .collect()
+    };
+    let runs = parsec(&per_run);
+    assert_eq!(runs.len(), 2);
+    let run_s: f64 = runs.iter().map(|r| r.0).sum();
+    let expected = run_s / 0.005;
+    let got = samples(&per_run) as f64;
+    assert!(
+        (got - expected).abs() < 0.1 * expected,
+        "{got} samples for {run_s} s of runs"
+    );
+    assert!(samples(&whole) as f64 > 1.5 * got, "{}", samples(&whole));
+    // Each run's kdamond works and pages cold memory out, but later than one kdamond that
+    // monitored all along: a fresh one's regions start at age 0 (min_age 0.5 s) and its
+    // time quota has no throughput history yet.
+    for (_, cpu) in &runs {
+        assert!(cpu.is_some_and(|c| c > 0.0), "{runs:?}");
+    }
+    let applied = per_run.summary.damon[0].schemes[0].stats.sz_applied;
+    let whole_applied = whole.summary.damon[0].schemes[0].stats.sz_applied;
+    assert!(applied > 1 << 20 && applied < whole_applied, "{applied} {whole_applied}");
+    assert!(per_run.summary.damon[0].cpu_seconds < whole.summary.damon[0].cpu_seconds);
 }

@@ -77,6 +77,12 @@ fn context_kdamond(
     workload: usize,
 ) -> Result<ConfiguredKdamond, Error> {
     let key = context_key(i);
+    if c.per_workload_run {
+        return Err(refuse(
+            format!("{key}.per_workload_run"),
+            "is the simulator's per-program kdamond: a live run starts its kdamonds at time 0 and stops them at the end (leave it out)",
+        ));
+    }
     match c.ops {
         OpsKind::Vaddr if c.target_workloads.iter().any(|&w| w != workload) => {
             return Err(refuse(
@@ -444,6 +450,10 @@ quotas = { sz = 268435456, reset_interval_ms = 1000, weights = { age_permil = 1 
 
     #[test]
     fn what_the_runner_cannot_do_is_refused_by_key() {
+        assert_eq!(
+            refused_key("[[kernel.damon.contexts]]\nops = \"paddr\"\nper_workload_run = true\n"),
+            "kernel.damon.contexts[0].per_workload_run"
+        );
         assert_eq!(
             refused_key("[[kernel.damon.contexts]]\nops = \"vaddr\"\ntarget_workloads = [1]\n"),
             "kernel.damon.contexts[0].target_workloads"

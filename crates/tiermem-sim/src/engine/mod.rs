@@ -418,6 +418,7 @@ fn make_kdamonds(
                 regions: Vec::new(),
                 schemes: vec![p.scheme()],
                 record: false,
+                per_workload_run: false,
             },
         };
         let seed = mix_seed(cfg.seed, 0xDA31, 0).next_u64();
@@ -455,6 +456,8 @@ pub struct Simulation {
     /// kdamonds (`[kernel.damon]`) and the workload of each process (memcg-like groups).
     pub kdamonds: Vec<crate::mm::damon::Kdamond>,
     proc_workload: Vec<usize>,
+    /// Per workload: whether its run's start and its end were told to the kdamonds.
+    runs_told: Vec<(bool, bool)>,
     /// The user-space tiering controller of `[tiering]`.
     user_tiering: Option<crate::engine::user_tiering::UserTiering>,
     /// Σ over timeline rows of used memory (all nodes, incl. the zram pool), pages.
@@ -546,6 +549,7 @@ impl Simulation {
             kdamonds,
             user_tiering,
             proc_workload,
+            runs_told: vec![(false, false); cfg.workloads.len()],
             memused_sum: (0, 0),
             cfg: cfg.clone(),
             kernel,
@@ -638,6 +642,45 @@ impl Simulation {
         Ok(self.finish())
     }
 
+    /// Tell the kdamonds the workload runs that started or ended since the last call (for
+    /// `per_workload_run` contexts): a workload's run starts with its first thread's
+    /// measured phase and ends when all its threads are done.
+    fn tell_workload_runs(&mut self) {
+        if !self.kdamonds.iter().any(|k| k.per_workload_run()) {
+            return;
+        }
+        for w in 0..self.runs_told.len() {
+            let (mut start, mut end, mut all_done) = (None::<u64>, 0u64, true);
+            for th in &self.threads {
+                if self.proc_workload.get(th.proc as usize) != Some(&w) {
+                    continue;
+                }
+                if let Some(m) = th.run_mark {
+                    start = Some(start.map_or(m.0, |s| s.min(m.0)));
+                }
+                match (th.run_end, th.state) {
+                    (Some(e), _) => end = end.max(e),
+                    (None, ThreadState::Done) => end = end.max(th.clock),
+                    _ => all_done = false,
+                }
+            }
+            let told = &mut self.runs_told[w];
+            let mut tell = |t: u64, started: bool| {
+                for k in &mut self.kdamonds {
+                    k.workload_run(t / 1_000_000, started);
+                }
+            };
+            if let (Some(s), false) = (start, told.0) {
+                told.0 = true;
+                tell(s, true);
+            }
+            if told.0 && all_done && !told.1 {
+                told.1 = true;
+                tell(end, false);
+            }
+        }
+    }
+
     fn progress(&self, end: u64) -> Progress {
         Progress {
             fraction: self.now as f64 / end as f64,
@@ -672,6 +715,7 @@ impl Simulation {
                 }
             }
             // kdamonds catch up (their CPU time is their own).
+            self.tell_workload_runs();
             for k in &mut self.kdamonds {
                 k.run_until(
                     &mut self.kernel,
@@ -1116,7 +1160,7 @@ impl Simulation {
             .map(|&v| self.kernel.vmstat().total(v))
             .collect();
         let used = self.used_pages();
-        let kdamond_ns: u64 = self.kdamonds.iter().map(|k| k.ctx.cpu_ns()).sum();
+        let kdamond_ns: u64 = self.kdamonds.iter().map(|k| k.cpu_ns()).sum();
         self.memused_sum.0 += used as u128;
         self.memused_sum.1 += 1;
         for th in self

@@ -101,14 +101,11 @@ fn context_scheme_stat(
     stat: &str,
 ) -> u64 {
     let name = format!("ctx{context}");
-    let Some(s) = kdamonds
+    kdamonds
         .iter()
         .find(|k| k.name == name)
-        .and_then(|k| k.ctx.schemes.get(scheme))
-    else {
-        return 0;
-    };
-    s.stat.get(stat).unwrap_or(0)
+        .filter(|k| scheme < k.ctx.schemes.len())
+        .map_or(0, |k| k.scheme_stats(scheme).get(stat).unwrap_or(0))
 }
 
 /// Present pages of one VMA per node (KSM pages count on the node of their KSM page, as

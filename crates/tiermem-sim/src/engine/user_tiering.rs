@@ -137,6 +137,7 @@ impl UserTiering {
                     regions: Vec::new(),
                     schemes: Vec::new(),
                     record: false,
+                    per_workload_run: false,
                 },
             };
             mine.push(kdamonds.len());

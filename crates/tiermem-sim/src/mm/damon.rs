@@ -51,10 +51,30 @@ pub struct Kdamond {
     /// Next time to run, us.
     pub next_us: u64,
     pub stopped: bool,
+    /// A `per_workload_run` context: started and stopped with the workloads' runs.
+    per_run: Option<Box<PerRun>>,
+}
+
+/// A `per_workload_run` context's lifecycle (`ContextConfig::per_workload_run`): what each
+/// fresh kdamond is built from, the run starts and ends not yet acted on, and the totals of
+/// the kdamonds that already stopped (so that CPU time and statistics cover every run).
+struct PerRun {
+    cfg: tiermem_core::damon::ContextConfig,
+    release: Option<tiermem_core::release::KernelRelease>,
+    seed: u64,
+    /// Kdamonds started so far (each one's seed mixes in its number).
+    started: u64,
+    /// Runs in progress.
+    active: u32,
+    /// Run starts (`true`) and ends at a time (us), in the order they are learnt.
+    pending: Vec<(u64, bool)>,
+    retired_counters: tiermem_damon::ctx::CtxCounters,
+    retired_stats: Vec<tiermem_core::damon::SchemeStats>,
 }
 
 impl Kdamond {
     /// Build a kdamond for a context; `proc_workload[p]` is the workload of process `p`.
+    /// A `per_workload_run` context's kdamond waits stopped for the first run.
     pub fn new(
         nc: &NamedContext,
         kernel: &Kernel,
@@ -63,11 +83,7 @@ impl Kdamond {
         release: Option<tiermem_core::release::KernelRelease>,
         seed: u64,
     ) -> Result<Kdamond, tiermem_core::ConfigError> {
-        let ctx = DamonCtx::new(&nc.cfg, costs.clone(), seed)
-            .map_err(|e| {
-                tiermem_core::ConfigError::invalid(format!("kernel.damon ({})", nc.name), e.0)
-            })?
-            .for_release(release);
+        let ctx = Self::context(nc, costs, release, seed)?;
         let procs = match nc.cfg.ops {
             OpsKind::Vaddr => (0..proc_workload.len())
                 .filter(|&p| nc.cfg.target_workloads.contains(&proc_workload[p]))
@@ -84,18 +100,140 @@ impl Kdamond {
         } else {
             nc.cfg.regions.clone()
         };
+        let per_run = nc.cfg.per_workload_run.then(|| {
+            Box::new(PerRun {
+                cfg: nc.cfg.clone(),
+                release,
+                seed,
+                started: 0,
+                active: 0,
+                pending: Vec::new(),
+                retired_counters: Default::default(),
+                retired_stats: vec![Default::default(); nc.cfg.schemes.len()],
+            })
+        });
         Ok(Kdamond {
             name: nc.name.clone(),
+            stopped: per_run.is_some(),
             ctx,
             procs,
             ranges,
             next_us: 0,
-            stopped: false,
+            per_run,
         })
     }
 
-    /// Run until simulated time `until_us`.
+    fn context(
+        nc: &NamedContext,
+        costs: &DamonCosts,
+        release: Option<tiermem_core::release::KernelRelease>,
+        seed: u64,
+    ) -> Result<DamonCtx, tiermem_core::ConfigError> {
+        Ok(DamonCtx::new(&nc.cfg, costs.clone(), seed)
+            .map_err(|e| {
+                tiermem_core::ConfigError::invalid(format!("kernel.damon ({})", nc.name), e.0)
+            })?
+            .for_release(release))
+    }
+
+    /// Whether the kdamond follows the workloads' runs (`per_workload_run`).
+    pub fn per_workload_run(&self) -> bool {
+        self.per_run.is_some()
+    }
+
+    /// A workload's run started (`started`) or ended at `t_us`: a `per_workload_run`
+    /// kdamond acts on it when it catches up to that time. Others ignore it.
+    pub fn workload_run(&mut self, t_us: u64, started: bool) {
+        if let Some(p) = &mut self.per_run {
+            p.pending.push((t_us, started));
+        }
+    }
+
+    /// kdamond CPU time over every run, ns.
+    pub fn cpu_ns(&self) -> u64 {
+        self.counters().monitor_cpu_ns + self.counters().scheme_cpu_ns
+    }
+
+    /// The counters over every run (a `per_workload_run` kdamond's stopped ones included).
+    pub fn counters(&self) -> tiermem_damon::ctx::CtxCounters {
+        let mut c = self.ctx.counters.clone();
+        if let Some(p) = &self.per_run {
+            c.add(&p.retired_counters);
+        }
+        c
+    }
+
+    /// Scheme `i`'s statistics over every run.
+    pub fn scheme_stats(&self, i: usize) -> tiermem_core::damon::SchemeStats {
+        let mut st = self.ctx.schemes[i].stat;
+        if let Some(p) = &self.per_run {
+            st.add(&p.retired_stats[i]);
+        }
+        st
+    }
+
+    /// Run until simulated time `until_us`, acting on the workload runs that started or
+    /// ended before it (a `per_workload_run` kdamond).
     pub fn run_until(
+        &mut self,
+        kernel: &mut Kernel,
+        proc_workload: &[usize],
+        costs: &DamonCosts,
+        until_us: u64,
+    ) {
+        let mut pending = match &mut self.per_run {
+            Some(p) if !p.pending.is_empty() => std::mem::take(&mut p.pending),
+            _ => Vec::new(),
+        };
+        // Threads report in thread order within a window: act in time order.
+        pending.sort_by_key(|&(t, _)| t);
+        let later = pending.iter().position(|&(t, _)| t >= until_us);
+        let keep = later.map_or(Vec::new(), |i| pending.split_off(i));
+        for (t, started) in pending {
+            self.step_until(kernel, proc_workload, costs, t);
+            self.on_workload_run(t, started, costs);
+        }
+        if let Some(p) = &mut self.per_run {
+            p.pending.splice(0..0, keep);
+        }
+        self.step_until(kernel, proc_workload, costs, until_us);
+    }
+
+    /// A run started (the first in progress starts a fresh kdamond at `t_us`) or ended
+    /// (the last in progress stops it there).
+    fn on_workload_run(&mut self, t_us: u64, started: bool, costs: &DamonCosts) {
+        let Some(p) = &mut self.per_run else {
+            return;
+        };
+        if started {
+            p.active += 1;
+            if p.active > 1 {
+                return;
+            }
+            p.started += 1;
+            let seed = p.seed ^ p.started.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let nc = NamedContext {
+                name: self.name.clone(),
+                cfg: p.cfg.clone(),
+            };
+            // The configuration was validated when the first kdamond was built from it.
+            let Ok(fresh) = Self::context(&nc, costs, p.release, seed) else {
+                return;
+            };
+            let old = std::mem::replace(&mut self.ctx, fresh);
+            p.retire(&old);
+            self.next_us = t_us;
+            self.stopped = false;
+        } else {
+            p.active = p.active.saturating_sub(1);
+            if p.active == 0 {
+                self.stopped = true;
+            }
+        }
+    }
+
+    /// Step the context until `until_us`.
+    fn step_until(
         &mut self,
         kernel: &mut Kernel,
         proc_workload: &[usize],
@@ -124,6 +262,16 @@ impl Kdamond {
                     break;
                 }
             }
+        }
+    }
+}
+
+impl PerRun {
+    /// Keep a stopped kdamond's counters and statistics.
+    fn retire(&mut self, old: &DamonCtx) {
+        self.retired_counters.add(&old.counters);
+        for (r, s) in self.retired_stats.iter_mut().zip(&old.schemes) {
+            r.add(&s.stat);
         }
     }
 }
@@ -632,9 +780,10 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
                 .ctx
                 .schemes
                 .iter()
-                .map(|s| SchemeSummary {
+                .enumerate()
+                .map(|(i, s)| SchemeSummary {
                     action: s.cfg.action.name().into(),
-                    stats: s.stat,
+                    stats: k.scheme_stats(i),
                     effective_bytes: s.quota.esz,
                     activated: s.activated,
                     tried_regions: s.tried_regions.len(),
@@ -666,16 +815,17 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
                 }
             }
             let secs = sim_seconds.max(1e-12);
+            let counters = k.counters();
             KdamondSummary {
                 name: k.name.clone(),
                 ops: format!("{:?}", k.ctx.ops_kind()).to_lowercase(),
-                cpu_percent: k.ctx.cpu_ns() as f64 / 1e9 / secs * 100.0,
-                monitor_cpu_percent: k.ctx.counters.monitor_cpu_ns as f64 / 1e9 / secs * 100.0,
-                cpu_seconds: k.ctx.cpu_ns() as f64 / 1e9,
+                cpu_percent: k.cpu_ns() as f64 / 1e9 / secs * 100.0,
+                monitor_cpu_percent: counters.monitor_cpu_ns as f64 / 1e9 / secs * 100.0,
+                cpu_seconds: k.cpu_ns() as f64 / 1e9,
                 nr_regions: k.ctx.nr_regions(),
                 sample_us: k.ctx.attrs().sample_us,
                 aggr_us: k.ctx.attrs().aggr_us,
-                counters: k.ctx.counters.clone(),
+                counters,
                 schemes,
                 module_stats,
             }
