@@ -629,7 +629,8 @@ fn loaded_latency_curve(
 }
 
 /// Against the baseline's summary `bv`: `memory_saving_pct`, `slowdown_pct` (mean over the
-/// workloads with a runtime) and kdamond CPU (`damon_cpu_pct`, `damon_monitor_cpu_pct`).
+/// workloads with a runtime) and kdamond CPU (`damon_cpu_pct`, `damon_monitor_cpu_pct` over
+/// the whole run; `kdamond_cpu_per_run_pct`, the mean over the workloads' runs).
 fn relative_to_baseline(
     bv: &serde_json::Value,
     sv: &serde_json::Value,
@@ -662,6 +663,20 @@ fn relative_to_baseline(
     }
     metrics.insert("damon_cpu_pct".into(), cpu);
     metrics.insert("damon_monitor_cpu_pct".into(), mon);
+    if let Some(c) = kdamond_cpu_per_run_pct(sv) {
+        metrics.insert("kdamond_cpu_per_run_pct".into(), c);
+    }
+}
+
+/// damon-tests' average `kdamond_cpu_util`: the mean over the workloads' runs of the
+/// kdamonds' CPU while each ran (`workloads[i].kdamond_cpu_pct`), where a harness measures
+/// the kdamond of each run over that run (`0007_kdamond_cpu_util.sh`).
+fn kdamond_cpu_per_run_pct(v: &serde_json::Value) -> Option<f64> {
+    let n = v.get("workloads").and_then(|w| w.as_array()).map_or(0, Vec::len);
+    let per_run: Vec<f64> = (0..n)
+        .filter_map(|i| metric(v, &format!("workloads[{i}].kdamond_cpu_pct")))
+        .collect();
+    (!per_run.is_empty()).then(|| per_run.iter().sum::<f64>() / per_run.len() as f64)
 }
 
 /// The variants' results over the seeds: one seed's as they are; several seeds' as the
@@ -1220,6 +1235,14 @@ fn memory_saving_pct(baseline: &serde_json::Value, variant: &serde_json::Value) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kdamond_cpu_per_run_is_the_mean_over_the_runs_that_report_it() {
+        let v = serde_json::json!({"workloads": [
+            {"kdamond_cpu_pct": 4.0}, {"name": "no run"}, {"kdamond_cpu_pct": 6.5}]});
+        assert_eq!(kdamond_cpu_per_run_pct(&v), Some(5.25));
+        assert_eq!(kdamond_cpu_per_run_pct(&serde_json::json!({"workloads": []})), None);
+    }
 
     #[test]
     fn metric_paths_resolve() {
