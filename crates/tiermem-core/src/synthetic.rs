@@ -12,10 +12,7 @@
 //!
 //! 1. the process maps every region (one VMA each, in order);
 //! 2. **placement**: each region with `place` gets it as its VMA policy (`mbind`), every
-//!    region is populated (one store per page, with its KSM content) in the order of
-//!    [`SyntheticConfig::population_order`]: region after region, or with
-//!    `populate_interleave` the regions together, a chunk of each in turn, as an
-//!    initialisation loop that writes several arrays row by row; then each
+//!    region is populated in order (one store per page, with its KSM content), then each
 //!    region's VMA policy becomes its `mbind` (or none: the task policy applies);
 //!    `ksm` regions are marked `MADV_MERGEABLE`;
 //! 3. at time 0 the kernel knobs take effect and the access threads start, pinned to
@@ -39,8 +36,6 @@ use serde::{Deserialize, Serialize};
 pub const MAX_REGIONS: usize = 64;
 /// The most threads one synthetic workload may have.
 pub const MAX_THREADS: u32 = 256;
-/// The largest `populate_interleave` chunk.
-pub const MAX_POPULATE_INTERLEAVE: Bytes = Bytes(1 << 30);
 /// The highest total access rate of one thread (accesses per second).
 pub const MAX_RATE_PER_S: f64 = 1e9;
 
@@ -75,14 +70,6 @@ pub struct SyntheticConfig {
     /// `rate`. Default: the machine's `cpu_per_access`.
     #[serde(default)]
     pub cpu_per_access: Option<SimDuration>,
-    /// Populate the regions together, this many bytes (rounded up to whole pages) of each
-    /// in turn, instead of region after region: what an initialisation loop that writes
-    /// several arrays row by row does. A process's first touches get physical frames in
-    /// about the order they happen, so the regions' pages end up interleaved in physical
-    /// memory at this granularity, which is what physical-address monitoring (DAMON's
-    /// `paddr`) sees. Default: region after region.
-    #[serde(default)]
-    pub populate_interleave: Option<Bytes>,
     /// The regions, mapped in this order.
     pub regions: Vec<RegionConfig>,
 }
@@ -330,14 +317,6 @@ impl SyntheticConfig {
                 format!("give 1..{MAX_REGIONS} regions ([[workloads.regions]])"),
             ));
         }
-        if let Some(b) = self.populate_interleave {
-            if b.0 == 0 || b.0 > MAX_POPULATE_INTERLEAVE.0 {
-                return Err((
-                    "populate_interleave".into(),
-                    format!("must be within 1B..1GiB (got {b})"),
-                ));
-            }
-        }
         for (j, r) in self.regions.iter().enumerate() {
             r.check(nr_nodes)
                 .map_err(|(k, m)| (format!("regions[{j}].{k}"), m))?;
@@ -384,33 +363,6 @@ impl SyntheticConfig {
             }
         }
         Ok(())
-    }
-
-    /// The pages placement populates, as (region index, page within the region), in the
-    /// order it populates them: each populated region in turn, or with
-    /// `populate_interleave` round by round, the next chunk of every populated region that
-    /// has pages left, in region order. Both substrates fault the pages in this order.
-    pub fn population_order(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        let pages: Vec<u64> = self
-            .regions
-            .iter()
-            .map(|r| if r.populate { r.pages() } else { 0 })
-            .collect();
-        let most = pages.iter().copied().max().unwrap_or(0);
-        // Without interleaving a chunk is the largest region: one round, region after region.
-        let chunk = self
-            .populate_interleave
-            .map_or(most, |b| b.pages_ceil().0)
-            .max(1);
-        let rounds = most.div_ceil(chunk);
-        (0..rounds).flat_map(move |round| {
-            let pages = pages.clone();
-            (0..pages.len()).flat_map(move |j| {
-                let lo = round * chunk;
-                let hi = (lo + chunk).min(pages[j]);
-                (lo..hi.max(lo)).map(move |p| (j, p))
-            })
-        })
     }
 
     /// Indices of the regions that are accessed (pattern other than `idle`).
@@ -753,75 +705,6 @@ mod tests {
             h[i as usize] += 1;
         }
         h
-    }
-
-    fn three_regions(interleave: Option<&str>) -> SyntheticConfig {
-        let mut t = String::new();
-        if let Some(b) = interleave {
-            t += &format!("populate_interleave = \"{b}\"\n");
-        }
-        for (name, size, populate) in [
-            ("a", "12KiB", true),
-            ("b", "8KiB", false),
-            ("c", "20KiB", true),
-        ] {
-            t += &format!(
-                "[[regions]]\nname = \"{name}\"\nsize = \"{size}\"\npopulate = {populate}\n"
-            );
-        }
-        toml::from_str(&t).unwrap()
-    }
-
-    #[test]
-    fn population_goes_region_after_region_by_default() {
-        let order: Vec<_> = three_regions(None).population_order().collect();
-        assert_eq!(
-            order,
-            [
-                (0, 0),
-                (0, 1),
-                (0, 2),
-                (2, 0),
-                (2, 1),
-                (2, 2),
-                (2, 3),
-                (2, 4)
-            ]
-        );
-    }
-
-    #[test]
-    fn interleaved_population_takes_a_chunk_of_each_region_in_turn() {
-        let s = three_regions(Some("8KiB"));
-        let order: Vec<_> = s.population_order().collect();
-        // Two pages of a, two of c, then a's last page and c's next two, then c's last.
-        assert_eq!(
-            order,
-            [
-                (0, 0),
-                (0, 1),
-                (2, 0),
-                (2, 1),
-                (0, 2),
-                (2, 2),
-                (2, 3),
-                (2, 4)
-            ]
-        );
-        // A chunk smaller than a page is a page.
-        let order: Vec<_> = three_regions(Some("1KiB")).population_order().collect();
-        assert_eq!(&order[..4], [(0, 0), (2, 0), (0, 1), (2, 1)]);
-    }
-
-    #[test]
-    fn interleave_chunks_are_checked() {
-        let mut s = three_regions(Some("8KiB"));
-        s.regions[0].pattern = PatternKind::Uniform;
-        assert!(s.validate(1).is_ok());
-        s.populate_interleave = Some(Bytes(0));
-        assert_eq!(s.validate(1).unwrap_err().0, "populate_interleave");
-        s.populate_interleave = Some(Bytes(2 << 30));
-        assert_eq!(s.validate(1).unwrap_err().0, "populate_interleave");
     }
 
     #[test]

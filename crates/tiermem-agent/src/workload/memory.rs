@@ -141,8 +141,8 @@ fn fill_word(k: Option<KsmContent>, workload: usize, region: usize) -> Option<u6
     }
 }
 
-/// Placement: `place` as each region's VMA policy, every region populated in the shared
-/// population order (one page at a time, with its content; `population_order`), then the run-time VMA policies and KSM advice.
+/// Placement: `place` as each region's VMA policy, every region populated in order (one
+/// page at a time, with its content), then the run-time VMA policies and KSM advice.
 /// Returns the seconds population took.
 pub fn place_and_populate(s: &SyntheticConfig, workload: usize, m: &Mapping) -> Result<f64, Error> {
     for (r, mr) in s.regions.iter().zip(&m.regions) {
@@ -151,11 +151,10 @@ pub fn place_and_populate(s: &SyntheticConfig, workload: usize, m: &Mapping) -> 
         }
     }
     let t0 = std::time::Instant::now();
-    let fills: Vec<Option<u64>> = (s.regions.iter().enumerate())
-        .map(|(j, r)| fill_word(r.ksm, workload, j))
-        .collect();
-    for (j, page) in s.population_order() {
-        populate_page(&m.regions[j], fills[j], j, page as usize);
+    for (j, (r, mr)) in s.regions.iter().zip(&m.regions).enumerate() {
+        if r.populate {
+            populate(mr, fill_word(r.ksm, workload, j), j);
+        }
     }
     let secs = t0.elapsed().as_secs_f64();
     for (r, mr) in s.regions.iter().zip(&m.regions) {
@@ -177,23 +176,24 @@ pub fn place_and_populate(s: &SyntheticConfig, workload: usize, m: &Mapping) -> 
     Ok(secs)
 }
 
-/// Write one page of a region: the whole page with `fill` (KSM-identical contents), else a
-/// word unique to the page (region, page) at its start.
-fn populate_page(mr: &MappedRegion, fill: Option<u64>, region: usize, page: usize) {
-    assert!(
-        page < mr.pages() as usize,
-        "page {page} outside region {region}"
-    );
-    let base = (mr.addr + page * PAGE_SIZE as usize) as *mut u64;
-    // SAFETY: `base .. base + PAGE_SIZE` lies inside the mapping (checked above).
-    unsafe {
-        match fill {
-            Some(w) => {
-                for i in 0..PAGE_SIZE as usize / 8 {
-                    std::ptr::write_volatile(base.add(i), w);
+/// Write every page of a region: the whole page with `fill` (KSM-identical contents), else
+/// a word unique to the page (region, page) at its start.
+fn populate(mr: &MappedRegion, fill: Option<u64>, region: usize) {
+    let words = PAGE_SIZE as usize / 8;
+    for page in 0..mr.pages() as usize {
+        let base = (mr.addr + page * PAGE_SIZE as usize) as *mut u64;
+        // SAFETY: `base .. base + words` lies inside the mapping.
+        unsafe {
+            match fill {
+                Some(w) => {
+                    for i in 0..words {
+                        std::ptr::write_volatile(base.add(i), w);
+                    }
+                }
+                None => {
+                    std::ptr::write_volatile(base, ((region as u64) << 40) | page as u64 | 1 << 63)
                 }
             }
-            None => std::ptr::write_volatile(base, ((region as u64) << 40) | page as u64 | 1 << 63),
         }
     }
 }
@@ -213,14 +213,8 @@ mod tests {
         assert_eq!(m.regions.len(), 2);
         assert!(m.regions[1].addr >= m.regions[0].addr + m.regions[0].len + GIB);
         assert_eq!(m.regions[0].pages(), 16);
-        for (j, page) in s.population_order() {
-            populate_page(
-                &m.regions[j],
-                fill_word(s.regions[j].ksm, 0, j),
-                j,
-                page as usize,
-            );
-        }
+        populate(&m.regions[0], fill_word(s.regions[0].ksm, 0, 0), 0);
+        populate(&m.regions[1], None, 1);
         // SAFETY: reading our own populated mapping.
         unsafe {
             let a = m.regions[0].addr as *const u64;

@@ -324,9 +324,8 @@ fn populate_image(
     cpu_time
 }
 
-/// Placement: populate the regions in their population order (region after region, or
-/// interleaved by `populate_interleave`), each under its `place` policy (already its VMA
-/// policy), then install the run-time VMA policies, contents and KSM advice. Returns the
+/// Placement: populate each region under its `place` policy (already its VMA policy),
+/// then install the run-time VMA policies, contents and KSM advice. Returns the
 /// population's CPU time (its faults).
 fn place_regions(
     s: &SyntheticConfig,
@@ -336,24 +335,22 @@ fn place_regions(
     kernel: &mut Kernel,
 ) -> SimDuration {
     let mut cpu_time = SimDuration::ZERO;
-    let base: Vec<u32> = (0..s.regions.len())
-        .map(|j| kernel.procs()[proc as usize].vmas[j].pte_base)
-        .collect();
-    let mut failed = vec![false; s.regions.len()];
-    for (j, page) in s.population_order() {
-        if failed[j] {
-            continue;
-        }
-        match kernel.handle_fault(proc, base[j] + page as u32, true, cpu, SimTime::ZERO) {
-            Ok(c) => cpu_time += c,
-            Err(e) => {
-                tracing::warn!(?e, region = %s.regions[j].name, "populating the region failed");
-                failed[j] = true;
+    for (j, r) in s.regions.iter().enumerate() {
+        let (base, pages) = {
+            let v = &kernel.procs()[proc as usize].vmas[j];
+            (v.pte_base, v.pages)
+        };
+        if r.populate {
+            for idx in base..base + pages {
+                match kernel.handle_fault(proc, idx, true, cpu, SimTime::ZERO) {
+                    Ok(c) => cpu_time += c,
+                    Err(e) => {
+                        tracing::warn!(?e, region = %r.name, "populating the region failed");
+                        break;
+                    }
+                }
             }
         }
-    }
-    for (j, r) in s.regions.iter().enumerate() {
-        let (base, pages) = (base[j], kernel.procs()[proc as usize].vmas[j].pages);
         if let Some(k) = r.ksm {
             for idx in base..base + pages {
                 let c = match k {
