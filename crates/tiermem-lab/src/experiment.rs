@@ -672,7 +672,10 @@ fn relative_to_baseline(
 /// kdamonds' CPU while each ran (`workloads[i].kdamond_cpu_pct`), where a harness measures
 /// the kdamond of each run over that run (`0007_kdamond_cpu_util.sh`).
 fn kdamond_cpu_per_run_pct(v: &serde_json::Value) -> Option<f64> {
-    let n = v.get("workloads").and_then(|w| w.as_array()).map_or(0, Vec::len);
+    let n = v
+        .get("workloads")
+        .and_then(|w| w.as_array())
+        .map_or(0, Vec::len);
     let per_run: Vec<f64> = (0..n)
         .filter_map(|i| metric(v, &format!("workloads[{i}].kdamond_cpu_pct")))
         .collect();
@@ -1241,7 +1244,10 @@ mod tests {
         let v = serde_json::json!({"workloads": [
             {"kdamond_cpu_pct": 4.0}, {"name": "no run"}, {"kdamond_cpu_pct": 6.5}]});
         assert_eq!(kdamond_cpu_per_run_pct(&v), Some(5.25));
-        assert_eq!(kdamond_cpu_per_run_pct(&serde_json::json!({"workloads": []})), None);
+        assert_eq!(
+            kdamond_cpu_per_run_pct(&serde_json::json!({"workloads": []})),
+            None
+        );
     }
 
     #[test]

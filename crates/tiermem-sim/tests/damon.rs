@@ -204,7 +204,10 @@ fn bad_damon_config_is_rejected_with_its_key() {
         "x.toml",
     )
     .unwrap_err();
-    assert!(e.to_string().contains("kernel.damon.contexts[0].record"), "{e}");
+    assert!(
+        e.to_string().contains("kernel.damon.contexts[0].record"),
+        "{e}"
+    );
 }
 
 /// Two programs one after another, 4 s apart, under a paddr pageout scheme with a 50 ms/s
@@ -292,6 +295,9 @@ fn a_per_workload_run_context_runs_a_fresh_kdamond_during_each_run_only() {
     }
     let applied = per_run.summary.damon[0].schemes[0].stats.sz_applied;
     let whole_applied = whole.summary.damon[0].schemes[0].stats.sz_applied;
-    assert!(applied > 1 << 20 && applied < whole_applied, "{applied} {whole_applied}");
+    assert!(
+        applied > 1 << 20 && applied < whole_applied,
+        "{applied} {whole_applied}"
+    );
     assert!(per_run.summary.damon[0].cpu_seconds < whole.summary.damon[0].cpu_seconds);
 }

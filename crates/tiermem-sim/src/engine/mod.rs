@@ -456,8 +456,10 @@ pub struct Simulation {
     /// kdamonds (`[kernel.damon]`) and the workload of each process (memcg-like groups).
     pub kdamonds: Vec<crate::mm::damon::Kdamond>,
     proc_workload: Vec<usize>,
-    /// Per workload: whether its run's start and its end were told to the kdamonds.
+    /// Per workload: whether its run's start and its end were told to the kdamonds, and
+    /// its threads.
     runs_told: Vec<(bool, bool)>,
+    workload_threads: Vec<Vec<usize>>,
     /// The user-space tiering controller of `[tiering]`.
     user_tiering: Option<crate::engine::user_tiering::UserTiering>,
     /// Σ over timeline rows of used memory (all nodes, incl. the zram pool), pages.
@@ -544,12 +546,20 @@ impl Simulation {
             mix_seed(cfg.seed, 0x7131, 0).next_u64(),
         )?;
         let extra = crate::engine::observe::ExtraColumns::new(cfg, &proc_workload);
+        let workload_threads = (0..cfg.workloads.len())
+            .map(|w| {
+                (0..threads.len())
+                    .filter(|&t| proc_workload.get(threads[t].proc as usize) == Some(&w))
+                    .collect()
+            })
+            .collect();
         let mut sim = Simulation {
             extra,
             kdamonds,
             user_tiering,
             proc_workload,
             runs_told: vec![(false, false); cfg.workloads.len()],
+            workload_threads,
             memused_sum: (0, 0),
             cfg: cfg.clone(),
             kernel,
@@ -650,11 +660,12 @@ impl Simulation {
             return;
         }
         for w in 0..self.runs_told.len() {
+            if self.runs_told[w] == (true, true) {
+                continue;
+            }
             let (mut start, mut end, mut all_done) = (None::<u64>, 0u64, true);
-            for th in &self.threads {
-                if self.proc_workload.get(th.proc as usize) != Some(&w) {
-                    continue;
-                }
+            for &ti in &self.workload_threads[w] {
+                let th = &self.threads[ti];
                 if let Some(m) = th.run_mark {
                     start = Some(start.map_or(m.0, |s| s.min(m.0)));
                 }
