@@ -178,41 +178,32 @@ fn damon_tiering_promotes_hot_memory_from_the_slow_node() {
 
 #[test]
 fn bad_damon_config_is_rejected_with_its_key() {
-    let e = SimConfig::from_toml_str(
-        "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\nattrs = { min_nr_regions = 2 }\n",
-        "x.toml",
-    )
-    .unwrap_err();
-    assert!(
-        e.to_string().contains("kernel.damon.contexts[0].attrs"),
-        "{e}"
-    );
-    let e = SimConfig::from_toml_str(
-        "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"vaddr\"\ntarget_workloads = [3]\n",
-        "x.toml",
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("target_workloads"), "{e}");
-    let e = SimConfig::from_toml_str(
-        "machine = \"small\"\n[kernel.damon.reclaim]\nquota_msec = 1\n",
-        "x.toml",
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("quota_msec"), "{e}");
-    let e = SimConfig::from_toml_str(
-        "machine = \"small\"\n[[kernel.damon.contexts]]\nops = \"paddr\"\nper_workload_run = true\nrecord = true\n",
-        "x.toml",
-    )
-    .unwrap_err();
-    assert!(
-        e.to_string().contains("kernel.damon.contexts[0].record"),
-        "{e}"
-    );
+    for (damon, key) in [
+        (
+            "[[kernel.damon.contexts]]\nops = \"paddr\"\nattrs = { min_nr_regions = 2 }\n",
+            "kernel.damon.contexts[0].attrs",
+        ),
+        (
+            "[[kernel.damon.contexts]]\nops = \"vaddr\"\ntarget_workloads = [3]\n",
+            "target_workloads",
+        ),
+        ("[kernel.damon.reclaim]\nquota_msec = 1\n", "quota_msec"),
+        (
+            "[[kernel.damon.contexts]]\nops = \"paddr\"\nper_workload_run = true\nrecord = true\n",
+            "kernel.damon.contexts[0].record",
+        ),
+    ] {
+        let e = SimConfig::from_toml_str(&format!("machine = \"small\"\n{damon}"), "x.toml")
+            .unwrap_err();
+        assert!(e.to_string().contains(key), "{e}");
+    }
 }
 
 /// Two programs one after another, 4 s apart, under a paddr pageout scheme with a 50 ms/s
 /// time quota; `per_workload_run` as given.
 fn two_runs(per_run: bool) -> tiermem_sim::engine::SimResult {
+    let program = "[[workloads]]\ntype = \"parsec\"\nshape = \"grow_then_cold\"\nrss = \"32MiB\"\n\
+                   cold_frac = 0.9\nruntime = \"4s\"\nhot_window = \"500ms\"\ncpu_per_access = \"400ns\"";
     let text = format!(
         r#"seed = 5
 duration = "14s"
@@ -235,22 +226,8 @@ per_workload_run = {per_run}
 action = "pageout"
 access_pattern = {{ min_nr_accesses = 0, max_nr_accesses = 0, min_age = 5 }}
 quotas = {{ ms = 50, reset_interval_ms = 1000 }}
-[[workloads]]
-type = "parsec"
-shape = "grow_then_cold"
-rss = "32MiB"
-cold_frac = 0.9
-runtime = "4s"
-hot_window = "500ms"
-cpu_per_access = "400ns"
-[[workloads]]
-type = "parsec"
-shape = "grow_then_cold"
-rss = "32MiB"
-cold_frac = 0.9
-runtime = "4s"
-hot_window = "500ms"
-cpu_per_access = "400ns"
+{program}
+{program}
 start = "8s"
 "#
     );
