@@ -109,7 +109,7 @@ fn damon_reclaim_drops_idle_page_cache() {
         "memused {:.0} → {:.0} MiB, page cache dropped {} MiB",
         ua / 1048576.0,
         ub / 1048576.0,
-        dropped * PAGE_SIZE >> 20
+        (dropped * PAGE_SIZE) >> 20
     );
     // The 512 MiB of page cache (archive and extracted copy) is 94 % of the memory.
     assert!(ua > 400.0 * 1048576.0);

@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn the_bounds_enclose_the_exact_probability() {
-        for &p in &[1e-9, 1e-6, 1e-4, 1e-2, 0.1, 0.3, 0.49] {
+        for &p in &[1e-9_f64, 1e-6, 1e-4, 1e-2, 0.1, 0.3, 0.49] {
             for &delta in &[0.0, 1.0, 3.0, 10.0, 1e2, 1e3, 1e4, 1e6, 1e8, 1e10] {
                 let exact = -(delta * (-p).ln_1p()).exp_m1();
                 let (low, high) = touch_bounds(p, delta).unwrap();
