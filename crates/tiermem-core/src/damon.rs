@@ -698,12 +698,21 @@ pub struct SchemeStats {
 impl SchemeStats {
     /// Add another kdamond's statistics (a per-run context's earlier kdamonds).
     pub fn add(&mut self, o: &SchemeStats) {
-        self.nr_tried += o.nr_tried;
-        self.sz_tried += o.sz_tried;
-        self.nr_applied += o.nr_applied;
-        self.sz_applied += o.sz_applied;
-        self.sz_ops_filter_passed += o.sz_ops_filter_passed;
-        self.qt_exceeds += o.qt_exceeds;
+        // Every field named, so that a new statistic must be added here too.
+        let SchemeStats {
+            nr_tried,
+            sz_tried,
+            nr_applied,
+            sz_applied,
+            sz_ops_filter_passed,
+            qt_exceeds,
+        } = o;
+        self.nr_tried += nr_tried;
+        self.sz_tried += sz_tried;
+        self.nr_applied += nr_applied;
+        self.sz_applied += sz_applied;
+        self.sz_ops_filter_passed += sz_ops_filter_passed;
+        self.qt_exceeds += qt_exceeds;
     }
 
     /// A statistic by its file name in `stats/` (`sz_applied`); `None` for another name.

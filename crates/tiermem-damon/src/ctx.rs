@@ -146,13 +146,23 @@ pub struct CtxCounters {
 impl CtxCounters {
     /// Add another context's counters (a per-run context's earlier kdamonds).
     pub fn add(&mut self, o: &CtxCounters) {
-        self.samples += o.samples;
-        self.aggregations += o.aggregations;
-        self.access_checks += o.access_checks;
-        self.max_checks_per_sample = self.max_checks_per_sample.max(o.max_checks_per_sample);
-        self.monitor_cpu_ns += o.monitor_cpu_ns;
-        self.scheme_cpu_ns += o.scheme_cpu_ns;
-        self.intervals_tunings += o.intervals_tunings;
+        // Every field named, so that a new counter must be added here too.
+        let CtxCounters {
+            samples,
+            aggregations,
+            access_checks,
+            max_checks_per_sample,
+            monitor_cpu_ns,
+            scheme_cpu_ns,
+            intervals_tunings,
+        } = o;
+        self.samples += samples;
+        self.aggregations += aggregations;
+        self.access_checks += access_checks;
+        self.max_checks_per_sample = self.max_checks_per_sample.max(*max_checks_per_sample);
+        self.monitor_cpu_ns += monitor_cpu_ns;
+        self.scheme_cpu_ns += scheme_cpu_ns;
+        self.intervals_tunings += intervals_tunings;
     }
 }
 

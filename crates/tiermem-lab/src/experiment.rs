@@ -53,7 +53,8 @@ pub enum Derive {
     /// Against an earlier variant (the baseline): `memory_saving_pct` (memused.avg, see
     /// [`memory_saving_pct`]),
     /// `slowdown_pct` (mean over workloads with a runtime), and kdamond CPU
-    /// (`damon_cpu_pct`, `damon_monitor_cpu_pct`).
+    /// (`damon_cpu_pct`, `damon_monitor_cpu_pct`; `kdamond_cpu_per_run_pct`, the mean over
+    /// the workloads' runs).
     RelativeToBaseline { baseline: String },
     /// A row named by the entry that repeats the variant of `among` with the highest
     /// `metric` (the tuner's pick), with its own published figures.

@@ -202,6 +202,11 @@ fn bad_damon_config_is_rejected_with_its_key() {
 /// Two programs one after another, 4 s apart, under a paddr pageout scheme with a 50 ms/s
 /// time quota; `per_workload_run` as given.
 fn two_runs(per_run: bool) -> tiermem_sim::engine::SimResult {
+    two_runs_under(&format!("ops = \"paddr\"\nper_workload_run = {per_run}"))
+}
+
+/// The two programs under a pageout context whose keys before its scheme are `context`.
+fn two_runs_under(context: &str) -> tiermem_sim::engine::SimResult {
     let program = "[[workloads]]\ntype = \"parsec\"\nshape = \"grow_then_cold\"\nrss = \"32MiB\"\n\
                    cold_frac = 0.9\nruntime = \"4s\"\nhot_window = \"500ms\"\ncpu_per_access = \"400ns\"";
     let text = format!(
@@ -220,8 +225,7 @@ write_bandwidth = "42GB/s"
 [kernel.zram]
 capacity = "256MiB"
 [[kernel.damon.contexts]]
-ops = "paddr"
-per_workload_run = {per_run}
+{context}
 [[kernel.damon.contexts.schemes]]
 action = "pageout"
 access_pattern = {{ min_nr_accesses = 0, max_nr_accesses = 0, min_age = 5 }}
@@ -277,4 +281,21 @@ fn a_per_workload_run_context_runs_a_fresh_kdamond_during_each_run_only() {
         "{applied} {whole_applied}"
     );
     assert!(per_run.summary.damon[0].cpu_seconds < whole.summary.damon[0].cpu_seconds);
+}
+
+#[test]
+fn a_per_workload_run_vaddr_context_follows_its_target_workloads_runs_only() {
+    let r = two_runs_under("ops = \"vaddr\"\ntarget_workloads = [1]\nper_workload_run = true");
+    let samples = r.summary.damon[0].counters.samples as f64;
+    let second_run = match &r.summary.workloads[1] {
+        WorkloadResult::Parsec {
+            runtime_seconds, ..
+        } => *runtime_seconds,
+        other => panic!("{other:?}"),
+    };
+    let expected = second_run / 0.005;
+    assert!(
+        (samples - expected).abs() < 0.1 * expected,
+        "{samples} samples for the second run's {second_run} s"
+    );
 }

@@ -678,7 +678,7 @@ impl Simulation {
             let told = &mut self.runs_told[w];
             let mut tell = |t: u64, started: bool| {
                 for k in &mut self.kdamonds {
-                    k.workload_run(t / 1_000_000, started);
+                    k.workload_run(w, t / 1_000_000, started);
                 }
             };
             if let (Some(s), false) = (start, told.0) {
@@ -1241,6 +1241,13 @@ impl Simulation {
     }
 
     fn finish(&mut self) -> SimResult {
+        for k in self.kdamonds.iter().filter(|k| k.never_started()) {
+            tracing::warn!(
+                "kernel.damon ({}): per_workload_run, but no run of its workloads started (only \
+                 workloads with a measured phase have runs): it never ran",
+                k.name
+            );
+        }
         let sim_secs = SimTime(self.now).secs_f64().max(1e-12);
         let now = self.now;
         let reports: Vec<ThreadReport> = self

@@ -80,8 +80,10 @@ impl ExtraColumns {
                 }
                 ExtraColumn::Tiering(stat) => tiering.and_then(|t| t.get(stat)).unwrap_or(0),
                 ExtraColumn::DamonReclaim(stat) => reclaim
-                    .and_then(|k| k.ctx.schemes.first())
-                    .map_or(0, |s| crate::mm::damon::reclaim_module_stat(&s.stat, stat)),
+                    .filter(|k| !k.ctx.schemes.is_empty())
+                    .map_or(0, |k| {
+                        crate::mm::damon::reclaim_module_stat(&k.scheme_stats(0), stat)
+                    }),
                 ExtraColumn::DamosStat {
                     context,
                     scheme,

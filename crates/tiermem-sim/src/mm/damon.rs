@@ -68,6 +68,10 @@ struct PerRun {
     active: u32,
     /// Run starts (`true`) and ends at a time (us), in the order they are learnt.
     pending: Vec<(u64, bool)>,
+    /// How far the kdamond has caught up, us: a run start or end learnt late (after a
+    /// barrier released threads behind the window's end) acts from here, so that two
+    /// kdamonds never cover the same time and none runs past a run's end twice.
+    reached_us: u64,
     retired_counters: tiermem_damon::ctx::CtxCounters,
     retired_stats: Vec<tiermem_core::damon::SchemeStats>,
 }
@@ -108,6 +112,7 @@ impl Kdamond {
                 started: 0,
                 active: 0,
                 pending: Vec::new(),
+                reached_us: 0,
                 retired_counters: Default::default(),
                 retired_stats: vec![Default::default(); nc.cfg.schemes.len()],
             })
@@ -141,12 +146,20 @@ impl Kdamond {
         self.per_run.is_some()
     }
 
-    /// A workload's run started (`started`) or ended at `t_us`: a `per_workload_run`
-    /// kdamond acts on it when it catches up to that time. Others ignore it.
-    pub fn workload_run(&mut self, t_us: u64, started: bool) {
+    /// Workload `w`'s run started (`started`) or ended at `t_us`: a `per_workload_run`
+    /// kdamond acts on it when it catches up to that time, a vaddr one only for its target
+    /// workloads. Others ignore it.
+    pub fn workload_run(&mut self, w: usize, t_us: u64, started: bool) {
         if let Some(p) = &mut self.per_run {
-            p.pending.push((t_us, started));
+            if p.cfg.ops == OpsKind::Paddr || p.cfg.target_workloads.contains(&w) {
+                p.pending.push((t_us, started));
+            }
         }
+    }
+
+    /// Whether a `per_workload_run` kdamond never started: no run of its workloads began.
+    pub fn never_started(&self) -> bool {
+        self.per_run.as_ref().is_some_and(|p| p.started == 0)
     }
 
     /// kdamond CPU time over every run, ns.
@@ -181,22 +194,27 @@ impl Kdamond {
         costs: &DamonCosts,
         until_us: u64,
     ) {
-        let mut pending = match &mut self.per_run {
-            Some(p) if !p.pending.is_empty() => std::mem::take(&mut p.pending),
-            _ => Vec::new(),
+        let (mut pending, reached) = match &mut self.per_run {
+            Some(p) if !p.pending.is_empty() => (std::mem::take(&mut p.pending), p.reached_us),
+            _ => (Vec::new(), 0),
         };
-        // Threads report in thread order within a window: act in time order.
-        pending.sort_by_key(|&(t, _)| t);
+        // Threads report in thread order within a window: act in time order, an end before
+        // a start at the same time, and never before where the kdamond already is.
+        for e in &mut pending {
+            e.0 = e.0.max(reached);
+        }
+        pending.sort_by_key(|&(t, started)| (t, started));
         let later = pending.iter().position(|&(t, _)| t >= until_us);
         let keep = later.map_or(Vec::new(), |i| pending.split_off(i));
         for (t, started) in pending {
             self.step_until(kernel, proc_workload, costs, t);
             self.on_workload_run(t, started, costs);
         }
+        self.step_until(kernel, proc_workload, costs, until_us);
         if let Some(p) = &mut self.per_run {
             p.pending.splice(0..0, keep);
+            p.reached_us = p.reached_us.max(until_us);
         }
-        self.step_until(kernel, proc_workload, costs, until_us);
     }
 
     /// A run started (the first in progress starts a fresh kdamond at `t_us`) or ended
@@ -217,8 +235,13 @@ impl Kdamond {
                 cfg: p.cfg.clone(),
             };
             // The configuration was validated when the first kdamond was built from it.
-            let Ok(fresh) = Self::context(&nc, costs, p.release, seed) else {
-                return;
+            let fresh = match Self::context(&nc, costs, p.release, seed) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(%e, "a per-run kdamond could not be rebuilt; it stays stopped");
+                    p.active -= 1;
+                    return;
+                }
             };
             let old = std::mem::replace(&mut self.ctx, fresh);
             p.retire(&old);
@@ -706,7 +729,9 @@ impl DamonOps for SimOps<'_> {
     }
 }
 
-/// Results of one kdamond in `summary.json`.
+/// Results of one kdamond in `summary.json`. For a `per_workload_run` context, the CPU
+/// figures, `counters` and the schemes' `stats` add up over its kdamonds, while
+/// `nr_regions`, `effective_bytes`, `activated` and the tried regions are the last one's.
 #[derive(Clone, Debug, Serialize)]
 pub struct KdamondSummary {
     pub name: String,
