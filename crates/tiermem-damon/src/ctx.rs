@@ -144,6 +144,11 @@ pub struct CtxCounters {
 }
 
 impl CtxCounters {
+    /// kdamond CPU time, monitoring and schemes, ns.
+    pub fn cpu_ns(&self) -> u64 {
+        self.monitor_cpu_ns + self.scheme_cpu_ns
+    }
+
     /// Add another context's counters (a per-run context's earlier kdamonds).
     pub fn add(&mut self, o: &CtxCounters) {
         // Every field named, so that a new counter must be added here too.
@@ -332,7 +337,7 @@ impl DamonCtx {
     }
     /// Total kdamond CPU time, ns.
     pub fn cpu_ns(&self) -> u64 {
-        self.counters.monitor_cpu_ns + self.counters.scheme_cpu_ns
+        self.counters.cpu_ns()
     }
 
     /// Set a `user_input` goal's current value (`quota_autotune_feedback`, sysfs `current_value`).

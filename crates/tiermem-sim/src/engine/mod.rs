@@ -457,7 +457,7 @@ pub struct Simulation {
     pub kdamonds: Vec<crate::mm::damon::Kdamond>,
     proc_workload: Vec<usize>,
     /// Per workload: whether its run's start and its end were told to the kdamonds, and
-    /// its threads.
+    /// its threads (both empty without a `per_workload_run` kdamond: nothing to tell).
     runs_told: Vec<(bool, bool)>,
     workload_threads: Vec<Vec<usize>>,
     /// The user-space tiering controller of `[tiering]`.
@@ -546,7 +546,12 @@ impl Simulation {
             mix_seed(cfg.seed, 0x7131, 0).next_u64(),
         )?;
         let extra = crate::engine::observe::ExtraColumns::new(cfg, &proc_workload);
-        let workload_threads = (0..cfg.workloads.len())
+        let told = if kdamonds.iter().any(|k| k.per_workload_run()) {
+            cfg.workloads.len()
+        } else {
+            0
+        };
+        let workload_threads = (0..told)
             .map(|w| {
                 (0..threads.len())
                     .filter(|&t| proc_workload.get(threads[t].proc as usize) == Some(&w))
@@ -558,7 +563,7 @@ impl Simulation {
             kdamonds,
             user_tiering,
             proc_workload,
-            runs_told: vec![(false, false); cfg.workloads.len()],
+            runs_told: vec![(false, false); told],
             workload_threads,
             memused_sum: (0, 0),
             cfg: cfg.clone(),
@@ -656,9 +661,6 @@ impl Simulation {
     /// `per_workload_run` contexts): a workload's run starts with its first thread's
     /// measured phase and ends when all its threads are done.
     fn tell_workload_runs(&mut self) {
-        if !self.kdamonds.iter().any(|k| k.per_workload_run()) {
-            return;
-        }
         for w in 0..self.runs_told.len() {
             if self.runs_told[w] == (true, true) {
                 continue;

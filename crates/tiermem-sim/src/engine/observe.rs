@@ -80,10 +80,8 @@ impl ExtraColumns {
                 }
                 ExtraColumn::Tiering(stat) => tiering.and_then(|t| t.get(stat)).unwrap_or(0),
                 ExtraColumn::DamonReclaim(stat) => reclaim
-                    .filter(|k| !k.ctx.schemes.is_empty())
-                    .map_or(0, |k| {
-                        crate::mm::damon::reclaim_module_stat(&k.scheme_stats(0), stat)
-                    }),
+                    .and_then(|k| k.scheme_stats(0))
+                    .map_or(0, |s| crate::mm::damon::reclaim_module_stat(&s, stat)),
                 ExtraColumn::DamosStat {
                     context,
                     scheme,
@@ -106,8 +104,8 @@ fn context_scheme_stat(
     kdamonds
         .iter()
         .find(|k| k.name == name)
-        .filter(|k| scheme < k.ctx.schemes.len())
-        .map_or(0, |k| k.scheme_stats(scheme).get(stat).unwrap_or(0))
+        .and_then(|k| k.scheme_stats(scheme))
+        .map_or(0, |s| s.get(stat).unwrap_or(0))
 }
 
 /// Present pages of one VMA per node (KSM pages count on the node of their KSM page, as

@@ -59,7 +59,7 @@ pub struct Kdamond {
 /// fresh kdamond is built from, the run starts and ends not yet acted on, and the totals of
 /// the kdamonds that already stopped (so that CPU time and statistics cover every run).
 struct PerRun {
-    cfg: tiermem_core::damon::ContextConfig,
+    nc: NamedContext,
     release: Option<tiermem_core::release::KernelRelease>,
     seed: u64,
     /// Kdamonds started so far (each one's seed mixes in its number).
@@ -106,7 +106,7 @@ impl Kdamond {
         };
         let per_run = nc.cfg.per_workload_run.then(|| {
             Box::new(PerRun {
-                cfg: nc.cfg.clone(),
+                nc: nc.clone(),
                 release,
                 seed,
                 started: 0,
@@ -151,7 +151,7 @@ impl Kdamond {
     /// workloads. Others ignore it.
     pub fn workload_run(&mut self, w: usize, t_us: u64, started: bool) {
         if let Some(p) = &mut self.per_run {
-            if p.cfg.ops == OpsKind::Paddr || p.cfg.target_workloads.contains(&w) {
+            if p.nc.cfg.ops == OpsKind::Paddr || p.nc.cfg.target_workloads.contains(&w) {
                 p.pending.push((t_us, started));
             }
         }
@@ -164,7 +164,7 @@ impl Kdamond {
 
     /// kdamond CPU time over every run, ns.
     pub fn cpu_ns(&self) -> u64 {
-        self.counters().monitor_cpu_ns + self.counters().scheme_cpu_ns
+        self.counters().cpu_ns()
     }
 
     /// The counters over every run (a `per_workload_run` kdamond's stopped ones included).
@@ -176,13 +176,13 @@ impl Kdamond {
         c
     }
 
-    /// Scheme `i`'s statistics over every run.
-    pub fn scheme_stats(&self, i: usize) -> tiermem_core::damon::SchemeStats {
-        let mut st = self.ctx.schemes[i].stat;
+    /// Scheme `i`'s statistics over every run (`None` past the last scheme).
+    pub fn scheme_stats(&self, i: usize) -> Option<tiermem_core::damon::SchemeStats> {
+        let mut st = self.ctx.schemes.get(i)?.stat;
         if let Some(p) = &self.per_run {
             st.add(&p.retired_stats[i]);
         }
-        st
+        Some(st)
     }
 
     /// Run until simulated time `until_us`, acting on the workload runs that started or
@@ -230,12 +230,8 @@ impl Kdamond {
             }
             p.started += 1;
             let seed = p.seed ^ p.started.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let nc = NamedContext {
-                name: self.name.clone(),
-                cfg: p.cfg.clone(),
-            };
             // The configuration was validated when the first kdamond was built from it.
-            let fresh = match Self::context(&nc, costs, p.release, seed) {
+            let fresh = match Self::context(&p.nc, costs, p.release, seed) {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::error!(%e, "a per-run kdamond could not be rebuilt; it stays stopped");
@@ -808,7 +804,7 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
                 .enumerate()
                 .map(|(i, s)| SchemeSummary {
                     action: s.cfg.action.name().into(),
-                    stats: k.scheme_stats(i),
+                    stats: k.scheme_stats(i).unwrap_or(s.stat),
                     effective_bytes: s.quota.esz,
                     activated: s.activated,
                     tried_regions: s.tried_regions.len(),
