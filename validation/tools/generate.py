@@ -235,6 +235,34 @@ watermarks = { metric = "none" }""",
         at("damon_ctx0_scheme0_sz_tried",["10s"]),final("damon_ctx0_scheme0_sz_tried"),final("damon_ctx0_scheme0_qt_exceeds"),
         at("damon_ctx0_scheme0_sz_applied",["10s"]),final("damon_ctx0_scheme0_sz_applied")),
  duration="30s", setup=ZRAM_SETUP)
+# 19c The time quota (`quotas.ms`): the size a charge window may take is the kdamond's
+# measured throughput (bytes charged over time spent applying) times ms, so how much goes
+# out depends on how cheap the regions walked so far were (free memory, a few tens of ns a
+# page, against zram compression). Without and with prioritisation (the weights of
+# damon-tests' pdarc_v4 schemes, the RFC's table): with them, the oldest regions come first,
+# and in a mostly free machine those are free memory.
+for tq_name, tq_weights, tq_what in (
+        ("damos-time-quota", "sz_permil = 0, nr_accesses_permil = 0, age_permil = 0", "in address order (no prioritisation weights)"),
+        ("damos-time-quota-prio", "sz_permil = 0, nr_accesses_permil = 3, age_permil = 7", "coldest first (weights size 0, access rate 3, age 7, as damon-tests' pdarc_v4_2 schemes)")):
+    scenario(tq_name, f"DAMOS pageout of regions idle for 5 s under a 20 ms/s time quota, {tq_what}: one paddr kdamond (5 ms / 100 ms) over the guest's memory, most of it free; the quota's size is the kdamond's measured throughput times 20 ms.",M2,
+     f"""[kernel]
+[kernel.zram]
+capacity = "512MiB"
+[[kernel.damon.contexts]]
+ops = "paddr"
+attrs = {{ sample_us = 5000, aggr_us = 100000, min_nr_regions = 10, max_nr_regions = 1000 }}
+[[kernel.damon.contexts.schemes]]
+action = "pageout"
+access_pattern = {{ min_sz = 4096, min_nr_accesses = 0, max_nr_accesses = 0, min_age = 50 }}
+quotas = {{ ms = 20, reset_interval_ms = 1000, weights = {{ {tq_weights} }} }}
+watermarks = {{ metric = "none" }}""",
+     wl([R("hot","64MiB",place=bind0,pattern="uniform",rate=100000),R("cold","256MiB",place=bind0)]),
+     f"DAMOS pageout under a 20 ms/s time quota, {tq_what}: how much is tried and paged out, how fast",
+     checks(at("damon_ctx0_scheme0_sz_tried",["15s","30s","45s"]),final("damon_ctx0_scheme0_sz_tried"),
+            at("damon_ctx0_scheme0_sz_applied",["15s","30s","45s"]),final("damon_ctx0_scheme0_sz_applied"),
+            final("damon_ctx0_scheme0_nr_tried"),final("damon_ctx0_scheme0_qt_exceeds"),
+            at("app.cold.N0",["30s"]),final("app.cold.N0"),final("app.hot.N0")),
+     duration="60s", setup=ZRAM_SETUP)
 # 20 zram swap under memory pressure: the hot set faults in during the run on a node that
 # already holds an idle filler; reclaim swaps the filler out to zram. Stores only: a load
 # from an untouched anonymous page maps the shared zero page in the kernel (first

@@ -222,6 +222,8 @@ struct Pending {
     next: u64,
     core_allowed: bool,
     done: ApplyResult,
+    /// The kdamond's time when the action began, ns (its slices run back to back).
+    began_ns: u64,
 }
 
 /// The kdamond's unfinished application: where the loop resumes and the cut action.
@@ -287,6 +289,12 @@ pub struct DamonCtx {
     /// The time quota's throughput arithmetic wraps at 64 bits, as before 6.17
     /// ([`KernelRelease::damos_throughput_wraps`]).
     throughput_wraps: bool,
+    /// The tick of the clock the time quota reads (`ktime_get_coarse_ts64`), ns; 0 reads
+    /// the exact time ([`Self::with_coarse_clock`]).
+    clock_tick_ns: u64,
+    /// The kdamond's time where the step's scheme work began, ns: an action's start is
+    /// this plus the scheme work done before it in the step.
+    work_began_ns: u64,
 }
 
 impl DamonCtx {
@@ -314,6 +322,8 @@ impl DamonCtx {
             counters: CtxCounters::default(),
             recording: cfg.record.then(Vec::new),
             throughput_wraps: false,
+            clock_tick_ns: 0,
+            work_began_ns: 0,
         })
     }
 
@@ -321,6 +331,27 @@ impl DamonCtx {
     pub fn for_release(mut self, release: Option<KernelRelease>) -> Self {
         self.throughput_wraps = release.is_some_and(KernelRelease::damos_throughput_wraps);
         self
+    }
+
+    /// Time actions as `damos_apply_scheme` does, with `ktime_get_coarse_ts64`: the clock
+    /// moves once a tick (`tick_ns`, 1 s / `CONFIG_HZ`), at multiples of the tick on the
+    /// kdamond's time line, so an action is charged the ticks that passed while it ran: 0
+    /// or one whole tick for an action shorter than a tick. This matters while the
+    /// quota's throughput is learnt: the walks of free memory (microseconds) are mostly
+    /// charged nothing, so `total_charged_ns` stays 0 and the default throughput holds
+    /// until a tick falls inside one (see [`Self::set_effective_quota`]).
+    pub fn with_coarse_clock(mut self, tick_ns: u64) -> Self {
+        self.clock_tick_ns = tick_ns;
+        self
+    }
+
+    /// What the time quota's clock charges for an action that ran `elapsed_ns` from
+    /// `began_ns`: the ticks between the two readings of the coarse clock.
+    pub(crate) fn measured_ns(&self, began_ns: u64, elapsed_ns: u64) -> u64 {
+        match self.clock_tick_ns {
+            0 => elapsed_ns,
+            tick => ((began_ns + elapsed_ns) / tick - began_ns / tick) * tick,
+        }
     }
 
     pub fn attrs(&self) -> &MonitoringAttrs {
@@ -430,6 +461,7 @@ impl DamonCtx {
         let mut work = StepWork::default();
         let sampled = if let Some(applying) = self.applying.take() {
             let at_aggr = applying.at_aggr;
+            self.work_began_ns = now_us * 1000;
             if self.resume_application(applying, ops, &mut work.scheme_ns) == Progress::Cut {
                 return Some(self.charge(now_us, work));
             }
@@ -444,6 +476,7 @@ impl DamonCtx {
                 let thres = self.max_nr_accesses / 10;
                 self.merge_regions(thres);
             }
+            self.work_began_ns = now_us * 1000 + work.monitor_ns;
             if !self.schemes.is_empty()
                 && self.apply_schemes(now_us, at_aggr, ops, &mut work.scheme_ns) == Progress::Cut
             {
@@ -748,7 +781,8 @@ impl DamonCtx {
                     c.cur = c.i;
                 }
                 while c.si < self.schemes.len() {
-                    match self.do_apply_scheme(c.t, c.cur, c.si, ops) {
+                    let at_ns = self.work_began_ns + *cost;
+                    match self.do_apply_scheme(c.t, c.cur, c.si, at_ns, ops) {
                         Visit::Skipped => {}
                         Visit::Done { region, ns } => {
                             c.cur = region;
@@ -818,7 +852,7 @@ impl DamonCtx {
                 return Progress::Cut;
             }
         }
-        self.account_application(t, i, si, pending.start, pending.end, pending.done);
+        self.account_application(t, i, si, &pending);
         cursor.si += 1;
         self.visit_regions(cursor, at_aggr, ops, cost)
     }
@@ -918,6 +952,7 @@ impl DamonCtx {
         t: usize,
         mut i: usize,
         si: usize,
+        at_ns: u64,
         ops: &mut dyn DamonOps,
     ) -> Visit {
         let s = &self.schemes[si];
@@ -990,6 +1025,7 @@ impl DamonCtx {
             next: start,
             core_allowed,
             done: ApplyResult::default(),
+            began_ns: at_ns,
         };
         let ns = self.apply_slice(t, si, &mut pending, ops);
         if pending.next < end {
@@ -999,7 +1035,7 @@ impl DamonCtx {
                 pending,
             };
         }
-        self.account_application(t, i, si, start, end, pending.done);
+        self.account_application(t, i, si, &pending);
         Visit::Done { region: i, ns }
     }
 
@@ -1028,16 +1064,10 @@ impl DamonCtx {
 
     /// The end of `damos_apply_scheme` once the action returned: the tried region, the
     /// quota charge and resume marker, the region's age and the scheme's statistics.
-    fn account_application(
-        &mut self,
-        t: usize,
-        i: usize,
-        si: usize,
-        start: u64,
-        end: u64,
-        res: ApplyResult,
-    ) {
+    fn account_application(&mut self, t: usize, i: usize, si: usize, p: &Pending) {
+        let (start, end, res) = (p.start, p.end, p.done);
         let sz = end - start;
+        let measured_ns = self.measured_ns(p.began_ns, res.elapsed_ns);
         let r = &mut self.targets[t][i];
         let s = &mut self.schemes[si];
         s.tried_regions.push(TriedRegion {
@@ -1048,7 +1078,7 @@ impl DamonCtx {
             age: r.age,
             sz_filter_passed: res.filter_passed_bytes,
         });
-        s.quota.total_charged_ns += res.elapsed_ns;
+        s.quota.total_charged_ns += measured_ns;
         s.quota.charged_sz += sz;
         if s.quota.esz > 0 && s.quota.charged_sz >= s.quota.esz {
             s.quota.charge_target_from = Some(t);

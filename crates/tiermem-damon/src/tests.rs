@@ -258,6 +258,50 @@ fn quota_charges_sizes_and_converts_time_to_size_from_throughput() {
     assert_eq!(ctx.schemes[0].stat.sz_tried, 1 << 20);
 }
 
+/// `ktime_get_coarse_ts64` moves once a tick: an action is charged the ticks that passed
+/// while it ran, so walks far shorter than a tick are mostly charged nothing and the
+/// default throughput (4 MiB/ms) holds, where the exact time would raise it at once.
+#[test]
+fn the_time_quota_reads_a_coarse_clock() {
+    const TICK: u64 = 4_000_000;
+    let ctx = DamonCtx::new(&ctx_cfg(vec![]), Default::default(), 1).unwrap();
+    let coarse = DamonCtx::new(&ctx_cfg(vec![]), Default::default(), 1)
+        .unwrap()
+        .with_coarse_clock(TICK);
+    assert_eq!(ctx.measured_ns(3_900_000, 50_000), 50_000, "exact");
+    assert_eq!(coarse.measured_ns(3_000_000, 50_000), 0, "within a tick");
+    assert_eq!(
+        coarse.measured_ns(3_990_000, 50_000),
+        TICK,
+        "across a boundary"
+    );
+    assert_eq!(coarse.measured_ns(4_000_000, 9_000_000), 2 * TICK);
+    // Free memory walked at 10 ns a page: 40 MiB a window take 102 µs.
+    let esz_after = |tick: u64| {
+        let mut ops = Mock::new(16 << 30);
+        ops.ns_per_page = 10;
+        let q = QuotaConfig {
+            ms: 10,
+            reset_interval_ms: 1000,
+            ..Default::default()
+        };
+        let mut ctx = DamonCtx::new(&ctx_cfg(vec![cold_pageout(q)]), Default::default(), 1)
+            .unwrap()
+            .with_coarse_clock(tick);
+        run(&mut ctx, &mut ops, 0, 5_100_000);
+        let q = &ctx.schemes[0].quota;
+        (q.esz, q.total_charged_ns)
+    };
+    let (exact_esz, exact_ns) = esz_after(0);
+    let (coarse_esz, coarse_ns) = esz_after(TICK);
+    assert!(
+        exact_ns > 0 && exact_esz > 50 * PAGE_SIZE * 1024 * 10,
+        "{exact_esz}"
+    );
+    assert_eq!(coarse_ns % TICK, 0);
+    assert!(coarse_esz < exact_esz / 10, "{coarse_esz} vs {exact_esz}");
+}
+
 #[test]
 fn the_time_quota_throughput_wraps_at_64_bits_before_6_17() {
     // 1.5 × 2^64 / 10^6 bytes charged over 1000 s: the exact throughput is 27.7 MB/ms; the

@@ -90,7 +90,7 @@ fn seed_spread_counts_each_check_over_the_seeds() {
 }
 
 /// The page-event engine against the access engine on every scenario where it applies
-/// (issue 19's cross-check): each check's mean over 4 seeds within 3 %, within 1 % of the
+/// (issue 19's cross-check): each check's mean over 4 seeds (8 where chaotic) within 3 %, within 1 % of the
 /// scenario's pages, or within the seeds' own noise; and the events engine really ran (a
 /// thread switched), so that the agreement is not the access engine's with itself.
 #[test]
@@ -104,7 +104,14 @@ fn the_engines_agree_on_every_scenario() {
     let (mut compared, mut differing) = (0, Vec::new());
     for d in dirs {
         let sc = Scenario::load(&d, None).unwrap();
-        let Some((rows, event_threads)) = sc.compare_engines(4).unwrap() else {
+        // The time-quota scenarios are chaotic (a quota's size follows the ticks its first
+        // walks happened to cross): their means need 8 seeds to settle within the noise.
+        let seeds = if sc.name.starts_with("damos-time-quota") {
+            8
+        } else {
+            4
+        };
+        let Some((rows, event_threads)) = sc.compare_engines(seeds).unwrap() else {
             continue;
         };
         // Weighted-interleave placement scenarios have no access threads.

@@ -138,7 +138,9 @@ impl Kdamond {
             .map_err(|e| {
                 tiermem_core::ConfigError::invalid(format!("kernel.damon ({})", nc.name), e.0)
             })?
-            .for_release(release))
+            .for_release(release)
+            // damos_apply_scheme times actions with ktime_get_coarse_ts64.
+            .with_coarse_clock(crate::mm::TICK_NS))
     }
 
     /// Whether the kdamond follows the workloads' runs (`per_workload_run`).
@@ -860,8 +862,12 @@ mod tests {
 
     /// tests/damon.rs's DAMON_RECLAIM run, cut to 100 ms: enough for pages to be resident.
     fn reclaim_100ms() -> String {
-        include_str!("../../tests/data/damon-reclaim.toml")
-            .replace("duration = \"6s\"", "duration = \"100ms\"")
+        let text = include_str!("../../tests/data/damon-reclaim.toml");
+        assert!(
+            text.contains("duration = \"11s\""),
+            "the run's duration moved"
+        );
+        text.replace("duration = \"11s\"", "duration = \"100ms\"")
     }
 
     #[test]
