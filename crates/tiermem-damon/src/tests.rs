@@ -258,6 +258,16 @@ fn quota_charges_sizes_and_converts_time_to_size_from_throughput() {
     assert_eq!(ctx.schemes[0].stat.sz_tried, 1 << 20);
 }
 
+/// A context paging out idle regions under a 10 ms per second time quota.
+fn ten_ms_quota_ctx() -> DamonCtx {
+    let q = QuotaConfig {
+        ms: 10,
+        reset_interval_ms: 1000,
+        ..Default::default()
+    };
+    DamonCtx::new(&ctx_cfg(vec![cold_pageout(q)]), Default::default(), 1).unwrap()
+}
+
 /// `ktime_get_coarse_ts64` moves once a tick: an action is charged the ticks that passed
 /// while it ran, so walks far shorter than a tick are mostly charged nothing and the
 /// default throughput (4 MiB/ms) holds, where the exact time would raise it at once.
@@ -280,14 +290,7 @@ fn the_time_quota_reads_a_coarse_clock() {
     let esz_after = |tick: u64| {
         let mut ops = Mock::new(16 << 30);
         ops.ns_per_page = 10;
-        let q = QuotaConfig {
-            ms: 10,
-            reset_interval_ms: 1000,
-            ..Default::default()
-        };
-        let mut ctx = DamonCtx::new(&ctx_cfg(vec![cold_pageout(q)]), Default::default(), 1)
-            .unwrap()
-            .with_coarse_clock(tick);
+        let mut ctx = ten_ms_quota_ctx().with_coarse_clock(tick);
         run(&mut ctx, &mut ops, 0, 5_100_000);
         let q = &ctx.schemes[0].quota;
         (q.esz, q.total_charged_ns)
@@ -310,14 +313,7 @@ fn the_time_quota_throughput_wraps_at_64_bits_before_6_17() {
     let esz = |release: Option<KernelRelease>| {
         let mut ops = Mock::new(1 << 30);
         ops.ns_per_page = 4000;
-        let q = QuotaConfig {
-            ms: 10,
-            reset_interval_ms: 1000,
-            ..Default::default()
-        };
-        let mut ctx = DamonCtx::new(&ctx_cfg(vec![cold_pageout(q)]), Default::default(), 1)
-            .unwrap()
-            .for_release(release);
+        let mut ctx = ten_ms_quota_ctx().for_release(release);
         let now = run(&mut ctx, &mut ops, 0, 150_000);
         ctx.schemes[0].quota.total_charged_sz = sz;
         ctx.schemes[0].quota.total_charged_ns = ns;
