@@ -292,9 +292,6 @@ pub struct DamonCtx {
     /// The tick of the clock the time quota reads (`ktime_get_coarse_ts64`), ns; 0 reads
     /// the exact time ([`Self::with_coarse_clock`]).
     clock_tick_ns: u64,
-    /// The kdamond's time where the step's scheme work began, ns: an action's start is
-    /// this plus the scheme work done before it in the step.
-    work_began_ns: u64,
 }
 
 impl DamonCtx {
@@ -323,7 +320,6 @@ impl DamonCtx {
             recording: cfg.record.then(Vec::new),
             throughput_wraps: false,
             clock_tick_ns: 0,
-            work_began_ns: 0,
         })
     }
 
@@ -461,8 +457,10 @@ impl DamonCtx {
         let mut work = StepWork::default();
         let sampled = if let Some(applying) = self.applying.take() {
             let at_aggr = applying.at_aggr;
-            self.work_began_ns = now_us * 1000;
-            if self.resume_application(applying, ops, &mut work.scheme_ns) == Progress::Cut {
+            let began_ns = now_us * 1000;
+            if self.resume_application(applying, began_ns, ops, &mut work.scheme_ns)
+                == Progress::Cut
+            {
                 return Some(self.charge(now_us, work));
             }
             Some(at_aggr)
@@ -476,9 +474,10 @@ impl DamonCtx {
                 let thres = self.max_nr_accesses / 10;
                 self.merge_regions(thres);
             }
-            self.work_began_ns = now_us * 1000 + work.monitor_ns;
+            let began_ns = now_us * 1000 + work.monitor_ns;
             if !self.schemes.is_empty()
-                && self.apply_schemes(now_us, at_aggr, ops, &mut work.scheme_ns) == Progress::Cut
+                && self.apply_schemes(now_us, began_ns, at_aggr, ops, &mut work.scheme_ns)
+                    == Progress::Cut
             {
                 return Some(self.charge(now_us, work));
             }
@@ -735,10 +734,12 @@ impl DamonCtx {
 
     /// `kdamond_apply_schemes`: adjust the quotas of the schemes due, then visit every
     /// region with every scheme. Stops early (`Progress::Cut`) when an action runs out of
-    /// its time slice; [`Self::resume_application`] carries on from there.
+    /// its time slice; [`Self::resume_application`] carries on from there. The scheme work
+    /// begins at `began_ns` on the kdamond's time line.
     fn apply_schemes(
         &mut self,
         now_us: u64,
+        began_ns: u64,
         at_aggr: bool,
         ops: &mut dyn DamonOps,
         cost: &mut u64,
@@ -758,15 +759,17 @@ impl DamonCtx {
         if !any {
             return Progress::Done;
         }
-        self.visit_regions(ApplyCursor::default(), at_aggr, ops, cost)
+        self.visit_regions(ApplyCursor::default(), at_aggr, began_ns, ops, cost)
     }
 
     /// `kdamond_apply_schemes`'s loop over targets, regions and schemes, from `c` on;
-    /// then the schemes' next application times.
+    /// then the schemes' next application times. An action starts at `began_ns` plus the
+    /// `cost` spent before it.
     fn visit_regions(
         &mut self,
         mut c: ApplyCursor,
         at_aggr: bool,
+        began_ns: u64,
         ops: &mut dyn DamonOps,
         cost: &mut u64,
     ) -> Progress {
@@ -781,7 +784,7 @@ impl DamonCtx {
                     c.cur = c.i;
                 }
                 while c.si < self.schemes.len() {
-                    let at_ns = self.work_began_ns + *cost;
+                    let at_ns = began_ns + *cost;
                     match self.do_apply_scheme(c.t, c.cur, c.si, at_ns, ops) {
                         Visit::Skipped => {}
                         Visit::Done { region, ns } => {
@@ -832,6 +835,7 @@ impl DamonCtx {
     fn resume_application(
         &mut self,
         a: Applying,
+        began_ns: u64,
         ops: &mut dyn DamonOps,
         cost: &mut u64,
     ) -> Progress {
@@ -854,7 +858,7 @@ impl DamonCtx {
         }
         self.account_application(t, i, si, &pending);
         cursor.si += 1;
-        self.visit_regions(cursor, at_aggr, ops, cost)
+        self.visit_regions(cursor, at_aggr, began_ns, ops, cost)
     }
 
     /// `damos_adjust_quota`: charge windows, effective size, and the score histogram's

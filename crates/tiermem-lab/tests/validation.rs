@@ -90,9 +90,10 @@ fn seed_spread_counts_each_check_over_the_seeds() {
 }
 
 /// The page-event engine against the access engine on every scenario where it applies
-/// (issue 19's cross-check): each check's mean over 4 seeds (8 where chaotic) within 3 %, within 1 % of the
-/// scenario's pages, or within the seeds' own noise; and the events engine really ran (a
-/// thread switched), so that the agreement is not the access engine's with itself.
+/// (issue 19's cross-check): each check's mean over 4 seeds (8 where chaotic) within 3 %,
+/// within 1 % of the scenario's pages, or within the seeds' own noise; and the events
+/// engine really ran (a thread switched), so that the agreement is not the access engine's
+/// with itself.
 #[test]
 fn the_engines_agree_on_every_scenario() {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite())
