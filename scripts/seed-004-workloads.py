@@ -7,6 +7,9 @@ native inputs, one after another, caches dropped before each run). Per program:
     rss.avg, and the RSS cut of its `prcl` runs, the share of the RSS idle for ≥ min_age);
   shape: the heatmap shapes of docs/workload-models.md §6 where it names the program; otherwise
     grow_then_cold with cold_frac = the RSS cut, or sweep when the cut is 0;
+  BANDS: the programs whose DAMON v24 heatmap shows a band of use sweeping through their
+    memory (not a grow-then-cold shape), with the sweep's passes per run, the band's width
+    and the share of the footprint swept, read off the heatmap by scripts/damon-heatmaps.py;
   input / output: docs/seed-004-page-cache.md §2 (native input archive sizes, mostly inferred from
     the smaller inputs' formats; its notes [a]..[q] give the derivation of each);
   input_read / output_write: when the program reads its input and writes its output (§2's notes:
@@ -46,9 +49,22 @@ W = [
     ("splash2x/radix", 50, 2374, 0, "sweep", 0, "start", 0, "end", "no input"),
     ("splash2x/raytrace", 133, 23, 76, "grow_then_cold", 4, "start", 0, "end", "[o]: at least car.geo"),
     ("splash2x/volrend", 122, 43, 62, "grow_then_cold", 26, "start", 0, "end", "[p]; TIFF output size unknown"),
-    ("splash2x/water_nsquared", 371, 29, 55, "grow_then_cold", 0, "start", 0, "end", "[q]: ~0.1 MiB"),
-    ("splash2x/water_spatial", 133, 649, 61, "grow_then_cold", 0, "start", 0, "end", "[q]: ~0.1 MiB"),
+    ("splash2x/water_nsquared", 371, 29, 55, "sweep", 0, "start", 0, "end", "[q]: ~0.1 MiB"),
+    ("splash2x/water_spatial", 133, 649, 61, "sweep", 0, "start", 0, "end", "[q]: ~0.1 MiB"),
 ]
+
+# program: (passes per run, band width, swept share, what the heatmap shows), from
+# `scripts/damon-heatmaps.py GIT_DIR <program>` on damonitor/damonitor.github.io's
+# test/result/visual/v24/<program>/rec/heatmap.<region>.png (DAMON v24's published recordings)
+# of the program's data region, taken to stand for its footprint: passes = runtime / the median
+# cycle, width = the median use / the median cycle, swept share = the rows used in at least
+# half of the cycles.
+BANDS = {
+    # Region 1 (35 MiB): a band of use moving up through the rows, 11 diagonals in 372 s.
+    "splash2x/water_nsquared": (11, 0.56, 0.77, "heatmap.1: use 18.5 s a 33.0 s cycle over 77 % of it"),
+    # Region 0 (675 MiB, the heap): a thin diagonal through the heap, a few quick passes between.
+    "splash2x/water_spatial": (8, 0.06, 0.90, "heatmap.0: use 1.0 s a 16.0 s cycle over 90 % of it"),
+}
 
 
 # parsec3/swaptions in DAMON v24's table: sys used 13 MiB, RSS 6 MiB.
@@ -67,6 +83,10 @@ def main():
     for name, runtime, rss, cut, shape, inp, inp_read, outp, out_write, note in W:
         if shape is None:
             shape = "grow_then_cold" if cut > 0 else "sweep"
+        band = None
+        if name in BANDS:
+            passes, band, swept, seen = BANDS[name]
+            note += f"; sweep band from DAMON v24's {seen}"
         if reduced:
             # Sizes and times / 8: RSS at least 8 MiB and at most 1 GiB, at least 4 s of
             # work, hot windows 625 ms (min_age is 625 ms in the variants).
@@ -77,11 +97,15 @@ def main():
         else:
             window, phases = "5s", 10
             harness = HARNESS_MIB
+        if band is not None:
+            phases = passes
         rss = round(rss, 3)
         inp, outp = round(inp, 3), round(outp, 3)
         untar = inp * 256 * 5e-6  # archive read + extracted write, ~5 us per page
         out.append(f"# {name}: runtime, RSS, cut from DAMON v24's table; input/output {note}")
         out.append("[[base.workloads]]")
+        if band is not None:
+            out.append(f"band = {band}")
         if shape == "grow_then_cold":
             out.append(f"cold_frac = {cut / 100}")
         out.append('cpu_per_access = "400ns"')
@@ -101,6 +125,8 @@ def main():
         out.append(f'runtime = "{runtime}s"')
         out.append(f'shape = "{shape}"')
         out.append(f'start = "{round(t)}s"')
+        if band is not None and swept < 1:
+            out.append(f"swept_frac = {swept}")
         out.append('type = "parsec"')
         out.append("")
         t += untar + runtime * 1.25 + (2 if reduced else 5)

@@ -14,7 +14,8 @@ pub enum ParsecShape {
     /// A hot `hot_frac` of the footprint takes most accesses; the rest is touched sparsely
     /// and uniformly.
     HotSparse,
-    /// Every page swept sequentially, `phases` times per run.
+    /// Every page swept sequentially, `phases` times per run; with a `band`, the pages of a
+    /// window of that share of the footprint, moving with the sweep, are accessed at random.
     Sweep,
 }
 
@@ -47,6 +48,16 @@ pub struct ParsecConfig {
     /// sweep: passes over the footprint per run. Default 10.
     #[serde(default = "d_phases")]
     pub phases: u32,
+    /// sweep: the share of the footprint in use at a time, a window that moves through it
+    /// with the sweep and is accessed at random (a time-stepping program working through its
+    /// particles or cells, seen in DAMON's heatmaps as a diagonal band). Default 0: each page
+    /// touched once a pass, in order.
+    #[serde(default)]
+    pub band: f64,
+    /// sweep: the share of the footprint the sweep goes over; the rest (the first pages) is
+    /// written once when the run starts and then left idle. Default 1.
+    #[serde(default = "d_one")]
+    pub swept_frac: f64,
     /// CPU time per access. Default 100 ns.
     #[serde(default = "d_cpa")]
     pub cpu_per_access: SimDuration,
@@ -97,6 +108,9 @@ pub enum FileTiming {
     End,
 }
 
+fn d_one() -> f64 {
+    1.0
+}
 fn d_true() -> bool {
     true
 }
@@ -201,6 +215,8 @@ impl ParsecConfig {
             ("cold_frac", self.cold_frac),
             ("hot_frac", self.hot_frac),
             ("hot_share", self.hot_share),
+            ("band", self.band),
+            ("swept_frac", self.swept_frac),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return e(k, "must be within 0..1");
@@ -208,6 +224,17 @@ impl ParsecConfig {
         }
         if self.phases == 0 {
             return e("phases", "must be positive");
+        }
+        if self.shape != ParsecShape::Sweep {
+            if self.band > 0.0 {
+                return e("band", "applies to shape = \"sweep\" only");
+            }
+            if self.swept_frac < 1.0 {
+                return e("swept_frac", "applies to shape = \"sweep\" only");
+            }
+        }
+        if self.swept_frac <= 0.0 {
+            return e("swept_frac", "must be within (0, 1]");
         }
         if self.cpu_per_access.0 == 0 {
             return e("cpu_per_access", "must be positive");

@@ -149,6 +149,10 @@ pub struct ParsecGen {
     hot_pages: u64,
     hot_share: f64,
     phases: u64,
+    /// sweep: pages of the window in use behind the sweep's position (0: in order).
+    band_pages: u64,
+    /// sweep: the first page the sweep goes over (the pages below stay idle).
+    swept_from: u64,
     files: FileWork,
     /// The harness's pages (a VMA after the data area) and how many are touched so far.
     harness: Range<u32>,
@@ -183,6 +187,8 @@ impl ParsecGen {
             hot_pages,
             hot_share: cfg.hot_share,
             phases: cfg.phases as u64,
+            band_pages: (pages as f64 * cfg.swept_frac * cfg.band) as u64,
+            swept_from: ((pages as f64 * (1.0 - cfg.swept_frac)) as u64).min(pages - 1),
             files: FileWork::new(cfg),
             harness: pages as u32..(pages + cfg.harness.pages_ceil().0) as u32,
             harness_touched: 0,
@@ -268,9 +274,16 @@ impl ParsecGen {
                     }
                 }
                 ParsecShape::Sweep => {
-                    ((self.done as u128 * self.phases as u128 * self.pages as u128
+                    let swept = self.pages - self.swept_from;
+                    let at = ((self.done as u128 * self.phases as u128 * swept as u128
                         / self.total as u128)
-                        % self.pages as u128) as u64
+                        % swept as u128) as u64;
+                    let at = if self.band_pages > 1 {
+                        (at + swept - below(rng, self.band_pages)) % swept
+                    } else {
+                        at
+                    };
+                    self.swept_from + at
                 }
             };
             self.done += 1;
@@ -512,6 +525,55 @@ mod tests {
         let mut g = ParsecGen::new(&cfg(ParsecShape::Sweep));
         let hits = drain(&mut g);
         assert!(hits.iter().all(|&h| h >= 10));
+    }
+
+    /// With a band, each page is in use while the window passes over it and then rests for
+    /// the rest of the pass: the longest rest is (1 − band) of a pass.
+    #[test]
+    fn a_sweep_band_leaves_each_page_idle_for_the_rest_of_a_pass() {
+        let mut c = cfg(ParsecShape::Sweep);
+        c.phases = 4;
+        c.band = 0.25;
+        let mut g = ParsecGen::new(&c);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let (mut out, mut n) = (Vec::new(), 0u64);
+        let mut last = vec![None::<u64>; 4096];
+        let mut longest = vec![0u64; 4096];
+        let mut hits = vec![0u64; 4096];
+        loop {
+            out.clear();
+            if let Step::Done = g.next(&mut rng, &mut out) {
+                break;
+            }
+            for a in out.iter().filter(|a| a.kind & K_STREAM == 0) {
+                let p = a.idx as usize;
+                if let Some(l) = last[p] {
+                    longest[p] = longest[p].max(n - l);
+                }
+                last[p] = Some(n);
+                hits[p] += 1;
+                n += 1;
+            }
+        }
+        let pass = n / 4;
+        assert!(hits.iter().all(|&h| h >= 4), "every page used in every pass");
+        // Pages away from the wrap-around rest about 3/4 of a pass between the band's visits.
+        for p in [1000, 2000, 3000] {
+            let rest = longest[p] as f64 / pass as f64;
+            assert!((0.7..0.8).contains(&rest), "page {p} rests {rest:.3} of a pass");
+        }
+    }
+
+    /// A sweep over part of the footprint leaves the first pages idle after their first
+    /// touch and goes over every other page in every pass.
+    #[test]
+    fn a_partial_sweep_leaves_the_first_pages_idle() {
+        let mut c = cfg(ParsecShape::Sweep);
+        c.swept_frac = 0.25;
+        c.band = 0.5;
+        let hits = drain(&mut ParsecGen::new(&c));
+        assert!(hits[..3072].iter().all(|&h| h == 1), "first touch only");
+        assert!(hits[3072..].iter().all(|&h| h >= 10), "swept in each pass");
     }
 
     #[test]
