@@ -28,7 +28,12 @@ For each region this prints what the workload models take from the images
 
 Needs Pillow and numpy. Usage:
   scripts/damon-heatmaps.py GIT_DIR splash2x/water_nsquared [...] [--min-age 5]
-where GIT_DIR is a clone of damonitor/damonitor.github.io (tiermem's `fetch` gives one).
+where GIT_DIR is a clone of damonitor/damonitor.github.io (tiermem's `fetch` gives one), or
+  scripts/damon-heatmaps.py --sim DIR/heatmap.json [...]
+for the same reading of a simulated recording: `tiermem sim` of the program's workload under a
+vaddr context with `record = true` (5 ms / 100 ms, as the published recordings), then
+`tiermem report heatmap RUN --time-bins 400 --addr-bins 350 --out DIR` (about the images'
+resolution); a bin is lit when DAMON saw any access in it.
 """
 import argparse
 import io
@@ -151,16 +156,38 @@ def describe(lit, seconds, min_age):
     }
 
 
+def simulated(path):
+    """(seconds, lit mask with rows top = high address) of a `tiermem report heatmap` matrix."""
+    import json
+    with open(path) as f:
+        d = json.load(f)
+    counts = np.array(d["counts"], dtype=float)  # time bins x address bins
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[d.get("time_unit", "ns")]
+    seconds = (d["last_time"] - d["first_time"]) * scale
+    return seconds, (counts > 0).T[::-1]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("git_dir")
-    ap.add_argument("programs", nargs="+")
+    ap.add_argument("git_dir", nargs="?")
+    ap.add_argument("programs", nargs="*")
     ap.add_argument("--min-age", type=float, default=5.0)
+    ap.add_argument("--sim", nargs="+", metavar="HEATMAP_JSON",
+                    help="read simulated heatmaps (tiermem report heatmap --out) instead")
     args = ap.parse_args()
+    if not args.sim and not (args.git_dir and args.programs):
+        ap.error("give GIT_DIR and programs, or --sim HEATMAP_JSON...")
     print("| program | region | MiB | s/px | lit | idle>%gs | rows in use | their lit share | use s "
           "| cycle s | swept | first use s | idle stretches <5/5-10/10-20/20-30/30-60/>60 s |" % args.min_age)
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for prog in args.programs:
+    for path in args.sim or []:
+        seconds, lit = simulated(path)
+        d = describe(lit, seconds, args.min_age)
+        gaps = "/".join(f"{x:.2f}" for x in d["gaps"])
+        print(f"| {path} | sim | - | {d['px_s']:.2f} | {d['lit']:.3f} | {d['idle']:.2f} "
+              f"| {d['rows_used']:.2f} | {d['band']:.2f} | {d['use']:.1f} | {d['cycle']:.1f} "
+              f"| {d['swept']:.2f} | {d['first']:.1f} | {gaps} |")
+    for prog in args.programs if not args.sim else []:
         seconds, sizes = regions(args.git_dir, prog)
         for i, size in enumerate(sizes):
             if size < 8 << 20:
