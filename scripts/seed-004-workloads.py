@@ -41,8 +41,8 @@ W = [
     ("parsec3/x264", 111, 80, 0, "sweep", 1519, "during", 0, "end", "[m]: 512 frames read in turn"),
     ("splash2x/barnes", 131, 1192, 44, None, 0, "start", 0, "end", "[n]: bodies generated in memory"),
     ("splash2x/fft", 60, 9683, 9, "sweep", 0, "start", 0, "end", "no input"),
-    ("splash2x/lu_cb", 133, 499, 34, None, 0, "start", 0, "end", "no input"),
-    ("splash2x/lu_ncb", 150, 500, 21, None, 0, "start", 0, "end", "no input"),
+    ("splash2x/lu_cb", 133, 499, 34, "sweep", 0, "start", 0, "end", "no input"),
+    ("splash2x/lu_ncb", 150, 500, 21, "sweep", 0, "start", 0, "end", "no input"),
     ("splash2x/ocean_cp", 84, 3319, 0, "sweep", 0, "start", 0, "end", "no input"),
     ("splash2x/ocean_ncp", 154, 3855, 0, "sweep", 0, "start", 0, "end", "no input"),
     ("splash2x/radiosity", 144, 1440, 93, "grow_then_cold", 0, "start", 0, "end", "no input"),
@@ -53,17 +53,24 @@ W = [
     ("splash2x/water_spatial", 133, 649, 61, "sweep", 0, "start", 0, "end", "[q]: ~0.1 MiB"),
 ]
 
-# program: (passes per run, band width, swept share, what the heatmap shows), from
+# program: (passes per run, band width, swept share, shrink, what the heatmap shows), from
 # `scripts/damon-heatmaps.py GIT_DIR <program>` on damonitor/damonitor.github.io's
 # test/result/visual/v24/<program>/rec/heatmap.<region>.png (DAMON v24's published recordings)
 # of the program's data region, taken to stand for its footprint: passes = runtime / the median
 # cycle, width = the median use / the median cycle, swept share = the rows used in at least
-# half of the cycles.
+# half of the cycles; shrink: the swept part shrinks as LU's trailing matrix (the used rows lie
+# above a boundary rising as 1 - (1 - t)^(1/3) of the run, t the share of the run).
 BANDS = {
+    # Region 1 (511 MiB): the trailing matrix used all over (lit 0.76 of the plot), above the
+    # rising boundary (0.25 of the rows at t = 0.53, 0.43 at t = 0.8): used at random.
+    "splash2x/lu_ncb": (10, 1.0, 1.0, True, "heatmap.1: the used rows above LU's rising boundary"),
+    # Region 1 (511 MiB): the current block column as a thin rising line and light passes over
+    # the rows above it, each row in use for 0.3 s of every 10.4 s.
+    "splash2x/lu_cb": (13, 0.03, 1.0, True, "heatmap.1: use 0.3 s a 10.4 s cycle above LU's rising boundary"),
     # Region 1 (35 MiB): a band of use moving up through the rows, 11 diagonals in 372 s.
-    "splash2x/water_nsquared": (11, 0.56, 0.77, "heatmap.1: use 18.5 s a 33.0 s cycle over 77 % of it"),
+    "splash2x/water_nsquared": (11, 0.56, 0.77, False, "heatmap.1: use 18.5 s a 33.0 s cycle over 77 % of it"),
     # Region 0 (675 MiB, the heap): a thin diagonal through the heap, a few quick passes between.
-    "splash2x/water_spatial": (8, 0.06, 0.90, "heatmap.0: use 1.0 s a 16.0 s cycle over 90 % of it"),
+    "splash2x/water_spatial": (8, 0.06, 0.90, False, "heatmap.0: use 1.0 s a 16.0 s cycle over 90 % of it"),
 }
 
 
@@ -85,7 +92,7 @@ def main():
             shape = "grow_then_cold" if cut > 0 else "sweep"
         band = None
         if name in BANDS:
-            passes, band, swept, seen = BANDS[name]
+            passes, band, swept, shrink, seen = BANDS[name]
             note += f"; sweep band from DAMON v24's {seen}"
         if reduced:
             # Sizes and times / 8: RSS at least 8 MiB and at most 1 GiB, at least 4 s of
@@ -125,6 +132,8 @@ def main():
         out.append(f'runtime = "{runtime}s"')
         out.append(f'shape = "{shape}"')
         out.append(f'start = "{round(t)}s"')
+        if band is not None and shrink:
+            out.append("shrink = true")
         if band is not None and swept < 1:
             out.append(f"swept_frac = {swept}")
         out.append('type = "parsec"')

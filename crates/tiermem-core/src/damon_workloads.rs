@@ -58,6 +58,11 @@ pub struct ParsecConfig {
     /// written once when the run starts and then left idle. Default 1.
     #[serde(default = "d_one")]
     pub swept_frac: f64,
+    /// sweep: the swept part shrinks as an LU factorisation's trailing matrix does: after a
+    /// share t of the work, its first 1 − (1 − t)^(1/3) (the finished columns: step k of n
+    /// costs (n − k)², so t = 1 − (1 − k/n)³) is left idle for good. Default false.
+    #[serde(default)]
+    pub shrink: bool,
     /// CPU time per access. Default 100 ns.
     #[serde(default = "d_cpa")]
     pub cpu_per_access: SimDuration,
@@ -231,6 +236,9 @@ impl ParsecConfig {
             }
             if self.swept_frac < 1.0 {
                 return e("swept_frac", "applies to shape = \"sweep\" only");
+            }
+            if self.shrink {
+                return e("shrink", "applies to shape = \"sweep\" only");
             }
         }
         if self.swept_frac <= 0.0 {
