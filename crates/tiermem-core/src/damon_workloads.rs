@@ -291,3 +291,34 @@ impl HotRegionsConfig {
             .any(|h| b >= h.offset.0 && b < h.offset.0 + h.size.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsec(toml_text: &str) -> Result<(), (String, String)> {
+        toml::from_str::<ParsecConfig>(toml_text)
+            .expect("parses")
+            .validate()
+    }
+
+    /// The sweep's band, swept share and shrink are checked and refused for other shapes,
+    /// naming the key.
+    #[test]
+    fn sweep_keys_are_checked() {
+        assert_eq!(
+            parsec("shape = \"sweep\"\nband = 0.5\nswept_frac = 0.5\nshrink = true"),
+            Ok(())
+        );
+        for (text, key) in [
+            ("shape = \"sweep\"\nband = 1.5", "band"),
+            ("shape = \"sweep\"\nband = nan", "band"),
+            ("shape = \"sweep\"\nswept_frac = 0.0", "swept_frac"),
+            ("shape = \"grow_then_cold\"\nband = 0.5", "band"),
+            ("shape = \"hot_sparse\"\nswept_frac = 0.5", "swept_frac"),
+            ("shape = \"grow_then_cold\"\nshrink = true", "shrink"),
+        ] {
+            assert_eq!(parsec(text).map_err(|e| e.0), Err(key.to_string()), "{text}");
+        }
+    }
+}
