@@ -318,7 +318,11 @@ mod tests {
             ("shape = \"hot_sparse\"\nswept_frac = 0.5", "swept_frac"),
             ("shape = \"grow_then_cold\"\nshrink = true", "shrink"),
         ] {
-            assert_eq!(parsec(text).map_err(|e| e.0), Err(key.to_string()), "{text}");
+            assert_eq!(
+                parsec(text).map_err(|e| e.0),
+                Err(key.to_string()),
+                "{text}"
+            );
         }
     }
 }

@@ -573,11 +573,17 @@ mod tests {
             }
         }
         let pass = n / 4;
-        assert!(hits.iter().all(|&h| h >= 4), "every page used in every pass");
+        assert!(
+            hits.iter().all(|&h| h >= 4),
+            "every page used in every pass"
+        );
         // Pages away from the wrap-around rest about 3/4 of a pass between the band's visits.
         for p in [1000, 2000, 3000] {
             let rest = longest[p] as f64 / pass as f64;
-            assert!((0.7..0.8).contains(&rest), "page {p} rests {rest:.3} of a pass");
+            assert!(
+                (0.7..0.8).contains(&rest),
+                "page {p} rests {rest:.3} of a pass"
+            );
         }
     }
 
@@ -617,9 +623,15 @@ mod tests {
         }
         for (page, expect) in [(1024, 1.0 - 0.75f64.powi(3)), (2048, 0.875)] {
             let end = last[page] as f64 / n as f64;
-            assert!((end - expect).abs() < 0.02, "page {page}: last use at {end:.3}");
+            assert!(
+                (end - expect).abs() < 0.02,
+                "page {page}: last use at {end:.3}"
+            );
         }
-        assert!(last[4095] as f64 / n as f64 > 0.99, "the last page is used to the end");
+        assert!(
+            last[4095] as f64 / n as f64 > 0.99,
+            "the last page is used to the end"
+        );
     }
 
     #[test]
