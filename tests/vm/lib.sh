@@ -67,3 +67,22 @@ vm_initrd() {
   chmod +x "$root/init"
   (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$out"
 }
+
+# vm_ext4_modules ROOT: the modules a guest needs to mount an ext4 virtio disk (ext4 and
+# virtio_blk are modules in Debian's kernel, with crc16, mbcache, jbd2 and the crc32c shash),
+# unpacked into ROOT/modules for the guest's mount_vda (tests/vm/guest-boot.sh).
+vm_ext4_modules() {
+  mkdir -p "$1/modules"
+  local m
+  for m in lib/crc16 fs/mbcache fs/jbd2/jbd2 crypto/crc32c_generic lib/libcrc32c fs/ext4/ext4 drivers/block/virtio_blk; do
+    xz -dc "$CACHE"/kernel/lib/modules/*/kernel/$m.ko.xz > "$1/modules/$(basename $m).ko"
+  done
+}
+
+# vm_ext4_disk DIR IMG: a 512 MiB ext4 image IMG holding the files of DIR (mkfs defaults:
+# journal, delalloc, data=ordered).
+vm_ext4_disk() {
+  command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install -y -q e2fsprogs >&2; }
+  truncate -s 512M "$2"
+  mkfs.ext4 -q -F -d "$1" "$2"
+}

@@ -15,12 +15,7 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 echo "PC kernel $(uname -r)"
 echo 0 > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
 echo "PC lru_gen $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)"
-for m in crc16 mbcache jbd2 crc32c_generic libcrc32c ext4 virtio_blk; do
-  insmod /modules/$m.ko || echo "PC insmod-failed $m"
-done
-i=0; while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i+1)); done
-mkdir -p /mnt
-mount -t ext4 /dev/vda /mnt || { echo "PC mount-failed"; dmesg | tail -20; poweroff -f; }
+mount_vda PC
 echo "PC mount $(grep ' /mnt ' /proc/mounts)"
 echo "PC sysctl $(for f in dirty_expire_centisecs dirty_writeback_centisecs dirty_background_ratio dirty_ratio; do printf '%s=%s ' $f $(cat /proc/sys/vm/$f); done)"
 ls -l /mnt | sed 's/^/PC ls /'

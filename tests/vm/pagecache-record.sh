@@ -19,7 +19,6 @@ source tests/vm/lib.sh
 
 vm_tools
 vm_kernel
-command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install -y -q e2fsprogs >&2; }
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -28,19 +27,14 @@ mkdir -p "$ROOT"/{bin,modules}
 gcc -O2 -static -o "$ROOT/bin/pcread" tests/vm/pcread.c
 gcc -O2 -o "$WORK/pcread-host" tests/vm/pcread.c
 cp tests/vm/pagecache-guest.sh "$ROOT/init"
-# ext4 and virtio_blk are modules in Debian's kernel; no modules.dep in the guest, so the
-# init loads them in dependency order (ext4 needs crc16, mbcache, jbd2 and the crc32c shash).
-for m in lib/crc16 fs/mbcache fs/jbd2/jbd2 crypto/crc32c_generic lib/libcrc32c fs/ext4/ext4 drivers/block/virtio_blk; do
-  xz -dc "$CACHE"/kernel/lib/modules/*/kernel/$m.ko.xz > "$ROOT/modules/$(basename $m).ko"
-done
+vm_ext4_modules "$ROOT"
 TIERMEM_VM_BIN= vm_initrd "$ROOT" "$WORK/initrd.gz"   # no tiermem in this VM
 
 # The disk: ext4 (mkfs defaults: journal, delalloc, data=ordered) holding two random files.
 mkdir -p "$WORK/files"
 head -c 64M /dev/urandom > "$WORK/files/f64"
 head -c 128M /dev/urandom > "$WORK/files/f128"
-truncate -s 512M "$WORK/disk.img"
-mkfs.ext4 -q -F -d "$WORK/files" "$WORK/disk.img"
+vm_ext4_disk "$WORK/files" "$WORK/disk.img"
 
 # Host side of the calibration (same binary, built without -static).
 log "host calibration"

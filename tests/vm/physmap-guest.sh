@@ -9,12 +9,7 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 pm() { echo "PM $1 $(physmap $2)"; }
 
 echo "PM kernel $(uname -r) mem $(awk '/MemTotal/ {print $2}' /proc/meminfo) kB"
-for m in crc16 mbcache jbd2 crc32c_generic libcrc32c ext4 virtio_blk; do
-  insmod /modules/$m.ko || echo "PM insmod-failed $m"
-done
-i=0; while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i+1)); done
-mkdir -p /mnt
-mount -t ext4 /dev/vda /mnt || { echo "PM mount-failed"; poweroff -f; }
+mount_vda PM
 
 pm fresh 256
 pm again 256

@@ -14,7 +14,6 @@ source tests/vm/lib.sh
 
 vm_tools
 vm_kernel
-command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install -y -q e2fsprogs >&2; }
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -23,15 +22,12 @@ mkdir -p "$ROOT"/{bin,modules}
 gcc -O2 -static -o "$ROOT/bin/physmap" tests/vm/physmap.c
 gcc -O2 -o "$WORK/physmap-host" tests/vm/physmap.c
 cp tests/vm/physmap-guest.sh "$ROOT/init"
-for m in lib/crc16 fs/mbcache fs/jbd2/jbd2 crypto/crc32c_generic lib/libcrc32c fs/ext4/ext4 drivers/block/virtio_blk; do
-  xz -dc "$CACHE"/kernel/lib/modules/*/kernel/$m.ko.xz > "$ROOT/modules/$(basename $m).ko"
-done
+vm_ext4_modules "$ROOT"
 TIERMEM_VM_BIN= vm_initrd "$ROOT" "$WORK/initrd.gz"
 
 mkdir -p "$WORK/files"
 head -c 384M /dev/urandom > "$WORK/files/f384"
-truncate -s 512M "$WORK/disk.img"
-mkfs.ext4 -q -F -d "$WORK/files" "$WORK/disk.img"
+vm_ext4_disk "$WORK/files" "$WORK/disk.img"
 
 echo "PM host $(uname -r) $("$WORK/physmap-host" 256 || echo '(not root: no frame numbers)')"
 OUT=$CACHE/physmap-console.log
