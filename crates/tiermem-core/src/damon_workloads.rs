@@ -15,7 +15,7 @@ pub enum ParsecShape {
     /// and uniformly.
     HotSparse,
     /// Every page swept sequentially, `phases` times per run; with a `band`, the pages of a
-    /// window of that share of the footprint, moving with the sweep, are accessed at random.
+    /// window of that share of the swept part, moving with the sweep, are accessed at random.
     Sweep,
 }
 
@@ -48,7 +48,7 @@ pub struct ParsecConfig {
     /// sweep: passes over the footprint per run. Default 10.
     #[serde(default = "d_phases")]
     pub phases: u32,
-    /// sweep: the share of the footprint in use at a time, a window that moves through it
+    /// sweep: the share of the swept part in use at a time, a window that moves through it
     /// with the sweep and is accessed at random (a time-stepping program working through its
     /// particles or cells, seen in DAMON's heatmaps as a diagonal band). Default 0: each page
     /// touched once a pass, in order.
