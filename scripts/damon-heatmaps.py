@@ -167,6 +167,13 @@ def simulated(path):
     return seconds, (counts > 0).T[::-1]
 
 
+def print_row(name, region, mib, d):
+    gaps = "/".join(f"{x:.2f}" for x in d["gaps"])
+    print(f"| {name} | {region} | {mib} | {d['px_s']:.2f} | {d['lit']:.3f} | {d['idle']:.2f} "
+          f"| {d['rows_used']:.2f} | {d['band']:.2f} | {d['use']:.1f} | {d['cycle']:.1f} "
+          f"| {d['swept']:.2f} | {d['first']:.1f} | {gaps} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("git_dir", nargs="?")
@@ -182,21 +189,14 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in args.sim or []:
         seconds, lit = simulated(path)
-        d = describe(lit, seconds, args.min_age)
-        gaps = "/".join(f"{x:.2f}" for x in d["gaps"])
-        print(f"| {path} | sim | - | {d['px_s']:.2f} | {d['lit']:.3f} | {d['idle']:.2f} "
-              f"| {d['rows_used']:.2f} | {d['band']:.2f} | {d['use']:.1f} | {d['cycle']:.1f} "
-              f"| {d['swept']:.2f} | {d['first']:.1f} | {gaps} |")
+        print_row(path, "sim", "-", describe(lit, seconds, args.min_age))
     for prog in args.programs if not args.sim else []:
         seconds, sizes = regions(args.git_dir, prog)
         for i, size in enumerate(sizes):
             if size < 8 << 20:
                 continue
             lit = data_area(git_show(args.git_dir, f"{BASE}/{prog}/rec/heatmap.{i}.png"))
-            d = describe(lit, seconds, args.min_age)
-            gaps = "/".join(f"{x:.2f}" for x in d["gaps"])
-            print(f"| {prog} | {i} | {size >> 20} | {d['px_s']:.2f} | {d['lit']:.3f} | {d['idle']:.2f} "
-                  f"| {d['rows_used']:.2f} | {d['band']:.2f} | {d['use']:.1f} | {d['cycle']:.1f} | {d['swept']:.2f} | {d['first']:.1f} | {gaps} |")
+            print_row(prog, i, size >> 20, describe(lit, seconds, args.min_age))
 
 
 main()

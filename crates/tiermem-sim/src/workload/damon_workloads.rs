@@ -526,6 +526,23 @@ mod tests {
         hits
     }
 
+    /// Runs `g` to the end and calls `f(page, n)` for each access of the work (first
+    /// touches left out), `n` counting them from 0; returns how many there were.
+    fn each_work_access(g: &mut ParsecGen, mut f: impl FnMut(usize, u64)) -> u64 {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let (mut out, mut n) = (Vec::new(), 0u64);
+        loop {
+            out.clear();
+            if let Step::Done = g.next(&mut rng, &mut out) {
+                return n;
+            }
+            for a in out.iter().filter(|a| a.kind & K_STREAM == 0) {
+                f(a.idx as usize, n);
+                n += 1;
+            }
+        }
+    }
+
     #[test]
     fn grow_then_cold_leaves_the_cold_fraction_idle_late() {
         let mut g = ParsecGen::new(&cfg(ParsecShape::GrowThenCold));
@@ -551,27 +568,16 @@ mod tests {
         let mut c = cfg(ParsecShape::Sweep);
         c.phases = 4;
         c.band = 0.25;
-        let mut g = ParsecGen::new(&c);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        let (mut out, mut n) = (Vec::new(), 0u64);
         let mut last = vec![None::<u64>; 4096];
         let mut longest = vec![0u64; 4096];
         let mut hits = vec![0u64; 4096];
-        loop {
-            out.clear();
-            if let Step::Done = g.next(&mut rng, &mut out) {
-                break;
+        let n = each_work_access(&mut ParsecGen::new(&c), |p, n| {
+            if let Some(l) = last[p] {
+                longest[p] = longest[p].max(n - l);
             }
-            for a in out.iter().filter(|a| a.kind & K_STREAM == 0) {
-                let p = a.idx as usize;
-                if let Some(l) = last[p] {
-                    longest[p] = longest[p].max(n - l);
-                }
-                last[p] = Some(n);
-                hits[p] += 1;
-                n += 1;
-            }
-        }
+            last[p] = Some(n);
+            hits[p] += 1;
+        });
         let pass = n / 4;
         assert!(
             hits.iter().all(|&h| h >= 4),
@@ -607,20 +613,8 @@ mod tests {
         let mut c = cfg(ParsecShape::Sweep);
         c.band = 1.0;
         c.shrink = true;
-        let mut g = ParsecGen::new(&c);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        let (mut out, mut n) = (Vec::new(), 0u64);
         let mut last = vec![0u64; 4096];
-        loop {
-            out.clear();
-            if let Step::Done = g.next(&mut rng, &mut out) {
-                break;
-            }
-            for a in out.iter().filter(|a| a.kind & K_STREAM == 0) {
-                last[a.idx as usize] = n;
-                n += 1;
-            }
-        }
+        let n = each_work_access(&mut ParsecGen::new(&c), |p, n| last[p] = n);
         for (page, expect) in [(1024, 1.0 - 0.75f64.powi(3)), (2048, 0.875)] {
             let end = last[page] as f64 / n as f64;
             assert!(
