@@ -10,6 +10,9 @@ native inputs, one after another, caches dropped before each run). Per program:
   BANDS: the programs whose DAMON v24 heatmap shows a band of use sweeping through their
     memory (not a grow-then-cold shape), with the sweep's passes per run, the band's width
     and the share of the footprint swept, read off the heatmap by scripts/damon-heatmaps.py;
+  RECORDED: the programs built from PARSEC's public source and recorded on a real kernel by
+    scripts/reaccess-probe.py (docs/recordings/parsec-reaccess.md): the recorded shape
+    replaces the heatmap's or the RSS cut's;
   input / output: docs/seed-004-page-cache.md §2 (native input archive sizes, mostly inferred from
     the smaller inputs' formats; its notes [a]..[q] give the derivation of each);
   input_read / output_write: when the program reads its input and writes its output (§2's notes:
@@ -74,6 +77,25 @@ BANDS = {
 }
 
 
+# program: (keys replacing the shape, cold_frac and phases above, what the recording shows),
+# from scripts/reaccess-probe.py recordings (1 s ticks) of the programs built from PARSEC 3.0's
+# source (cirosantilli/parsec-benchmark) with their native inputs, on Linux 6.18 with zram
+# swap (docs/recordings/parsec-reaccess.md; scripts/reaccess-stats.py). Times are given as
+# shares of the recorded run, so that they scale with the runtime above.
+RECORDED = {
+    # 368 065 pages (1438 MiB), all first touched within 2 of the 99 ticks; 0.27 % touched in
+    # at least half of the ticks, 33.9 % touched again later, each about every 13.3 s of the
+    # 100 s run (0.133 of it), the other 66 % never again.
+    "splash2x/radiosity": (dict(shape="grow_then_cold", cold_frac=0.997, grow=0.02,
+                                revisit_frac=0.339, revisit_interval=0.133),
+                           "all touched in 2 s; 34 % revisited every 0.133 of the run"),
+    # 154 291 pages (603 MiB): the option array parsed from the input (58 %) never touched
+    # again, the arrays the 100 pricing runs go over (44.3 %) touched in every tick.
+    "parsec3/blackscholes": (dict(shape="sweep", phases=100, swept_frac=0.443),
+                             "44 % swept by the 100 pricing runs, the parsed options idle"),
+}
+
+
 # parsec3/swaptions in DAMON v24's table: sys used 13 MiB, RSS 6 MiB.
 HARNESS_MIB = 13 - 6
 
@@ -94,6 +116,10 @@ def main():
         if name in BANDS:
             passes, band, swept, shrink, seen = BANDS[name]
             note += f"; sweep band from DAMON v24's {seen}"
+        rec = RECORDED.get(name, (None, None))[0]
+        if rec is not None:
+            shape = rec["shape"]
+            note += f"; recorded: {RECORDED[name][1]}"
         if reduced:
             # Sizes and times / 8: RSS at least 8 MiB and at most 1 GiB, at least 4 s of
             # work, hot windows 625 ms (min_age is 625 ms in the variants).
@@ -106,6 +132,8 @@ def main():
             harness = HARNESS_MIB
         if band is not None:
             phases = passes
+        if rec is not None and "phases" in rec:
+            phases = rec["phases"]
         rss = round(rss, 3)
         inp, outp = round(inp, 3), round(outp, 3)
         untar = inp * 256 * 5e-6  # archive read + extracted write, ~5 us per page
@@ -114,7 +142,9 @@ def main():
         if band is not None:
             out.append(f"band = {band}")
         if shape == "grow_then_cold":
-            out.append(f"cold_frac = {cut / 100}")
+            out.append(f"cold_frac = {rec['cold_frac'] if rec else cut / 100}")
+        if rec is not None and "grow" in rec:
+            out.append(f"grow = {rec['grow']}")
         out.append('cpu_per_access = "400ns"')
         out.append(f"harness = {mib(harness)}")
         out.append(f'hot_window = "{window}"')
@@ -129,6 +159,9 @@ def main():
                 out.append(f'output_write = "{out_write}"')
         out.append(f"phases = {phases}")
         out.append(f"rss = {mib(rss)}")
+        if rec is not None and "revisit_frac" in rec:
+            out.append(f"revisit_frac = {rec['revisit_frac']}")
+            out.append(f'revisit_interval = "{round(rec["revisit_interval"] * runtime, 2)}s"')
         out.append(f'runtime = "{runtime}s"')
         out.append(f'shape = "{shape}"')
         out.append(f'start = "{round(t)}s"')
@@ -136,6 +169,8 @@ def main():
             out.append("shrink = true")
         if band is not None and swept < 1:
             out.append(f"swept_frac = {swept}")
+        if rec is not None and "swept_frac" in rec:
+            out.append(f"swept_frac = {rec['swept_frac']}")
         out.append('type = "parsec"')
         out.append("")
         t += untar + runtime * 1.25 + (2 if reduced else 5)

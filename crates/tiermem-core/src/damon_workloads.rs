@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParsecShape {
-    /// First touch at rss/(0.3·runtime) per second; each page stays hot for `hot_window`
-    /// after it is created; a `1 − cold_frac` share of the footprint stays warm throughout.
+    /// First touch at rss/(grow·runtime) per second; each page stays hot for `hot_window`
+    /// after it is created; a `1 − cold_frac` share of the footprint stays warm throughout;
+    /// with `revisit_frac`, part of the cold footprint is touched again now and then.
     GrowThenCold,
     /// A hot `hot_frac` of the footprint takes most accesses; the rest is touched sparsely
     /// and uniformly.
@@ -45,6 +46,21 @@ pub struct ParsecConfig {
     /// Share of accesses that go to the hot part (recent pages, hot set). Default 0.9.
     #[serde(default = "d_hot_share")]
     pub hot_share: f64,
+    /// grow_then_cold: the share of the run over which the footprint is first touched.
+    /// Default 0.3.
+    #[serde(default = "d_grow")]
+    pub grow: f64,
+    /// grow_then_cold: the share of the footprint, taken from the cold part just below the
+    /// warm part, that is touched again after its hot window: single touches at random,
+    /// each page about once per `revisit_interval` (a program walking its structures now and
+    /// then, which DAMON's region sampling barely sees but which makes paged-out pages come
+    /// back). Must not exceed `cold_frac`. Default 0.
+    #[serde(default)]
+    pub revisit_frac: f64,
+    /// grow_then_cold: the mean time between two touches of one revisited page. Needed when
+    /// `revisit_frac` is above 0.
+    #[serde(default)]
+    pub revisit_interval: SimDuration,
     /// sweep: passes over the footprint per run. Default 10.
     #[serde(default = "d_phases")]
     pub phases: u32,
@@ -115,6 +131,9 @@ pub enum FileTiming {
 
 fn d_one() -> f64 {
     1.0
+}
+fn d_grow() -> f64 {
+    0.3
 }
 fn d_true() -> bool {
     true
@@ -222,6 +241,8 @@ impl ParsecConfig {
             ("hot_share", self.hot_share),
             ("band", self.band),
             ("swept_frac", self.swept_frac),
+            ("grow", self.grow),
+            ("revisit_frac", self.revisit_frac),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return e(k, "must be within 0..1");
@@ -240,6 +261,32 @@ impl ParsecConfig {
             if self.shrink {
                 return e("shrink", "applies to shape = \"sweep\" only");
             }
+        }
+        if self.shape != ParsecShape::GrowThenCold {
+            for (k, set) in [
+                ("grow", self.grow != d_grow()),
+                ("revisit_frac", self.revisit_frac > 0.0),
+                ("revisit_interval", self.revisit_interval.0 > 0),
+            ] {
+                if set {
+                    return e(k, "applies to shape = \"grow_then_cold\" only");
+                }
+            }
+        }
+        if self.grow <= 0.0 {
+            return e("grow", "must be within (0, 1]");
+        }
+        if self.revisit_frac > self.cold_frac {
+            return e(
+                "revisit_frac",
+                "must not exceed cold_frac (it is part of the cold footprint)",
+            );
+        }
+        if self.revisit_frac > 0.0 && self.revisit_interval.0 == 0 {
+            return e(
+                "revisit_interval",
+                "must be given (positive) when revisit_frac is above 0",
+            );
         }
         if self.swept_frac <= 0.0 {
             return e("swept_frac", "must be within (0, 1]");
@@ -302,13 +349,22 @@ mod tests {
             .validate()
     }
 
-    /// The sweep's band, swept share and shrink are checked and refused for other shapes,
-    /// naming the key.
+    /// The sweep's band, swept share and shrink, and grow_then_cold's growth and revisits,
+    /// are checked and refused for other shapes, naming the key.
     #[test]
     fn sweep_keys_are_checked() {
         assert_eq!(
             parsec("shape = \"sweep\"\nband = 0.5\nswept_frac = 0.5\nshrink = true"),
             Ok(())
+        );
+        let gtc = "shape = \"grow_then_cold\"\ncold_frac = 0.9\ngrow = 0.02\nrevisit_frac = 0.3";
+        assert_eq!(
+            parsec(&format!("{gtc}\nrevisit_interval = \"10s\"")),
+            Ok(())
+        );
+        assert_eq!(
+            parsec(gtc).map_err(|e| e.0),
+            Err("revisit_interval".to_string())
         );
         for (text, key) in [
             ("shape = \"sweep\"\nband = 1.5", "band"),
@@ -317,6 +373,17 @@ mod tests {
             ("shape = \"grow_then_cold\"\nband = 0.5", "band"),
             ("shape = \"hot_sparse\"\nswept_frac = 0.5", "swept_frac"),
             ("shape = \"grow_then_cold\"\nshrink = true", "shrink"),
+            ("shape = \"grow_then_cold\"\ngrow = 0.0", "grow"),
+            ("shape = \"sweep\"\ngrow = 0.5", "grow"),
+            ("shape = \"hot_sparse\"\nrevisit_frac = 0.1", "revisit_frac"),
+            (
+                "shape = \"grow_then_cold\"\ncold_frac = 0.2\nrevisit_frac = 0.3",
+                "revisit_frac",
+            ),
+            (
+                "shape = \"sweep\"\nrevisit_interval = \"1s\"",
+                "revisit_interval",
+            ),
         ] {
             assert_eq!(
                 parsec(text).map_err(|e| e.0),

@@ -145,6 +145,10 @@ pub struct ParsecGen {
     window_accesses: u64,
     grow_accesses: u64,
     warm_from: u64,
+    /// grow_then_cold: the revisited pages (just below `warm_from`) and the share of the
+    /// accesses that go to them.
+    revisit_lo: u64,
+    revisit_share: f64,
     hot_lo: u64,
     hot_pages: u64,
     hot_share: f64,
@@ -175,6 +179,8 @@ impl ParsecGen {
         let runtime_ps = cfg.runtime.ps().max(1) as f64;
         let window_accesses = (cfg.hot_window.ps() as f64 / runtime_ps * total as f64) as u64;
         let hot_pages = ((pages as f64 * cfg.hot_frac) as u64).clamp(1, pages);
+        let warm_from = ((pages as f64) * cfg.cold_frac) as u64;
+        let revisited = ((pages as f64) * cfg.revisit_frac) as u64;
         ParsecGen {
             shape: cfg.shape,
             pages,
@@ -183,8 +189,10 @@ impl ParsecGen {
             started: false,
             created: 0,
             window_accesses: window_accesses.max(1),
-            grow_accesses: ((total as f64) * 0.3).max(1.0) as u64,
-            warm_from: ((pages as f64) * cfg.cold_frac) as u64,
+            grow_accesses: ((total as f64) * cfg.grow).max(1.0) as u64,
+            warm_from,
+            revisit_lo: warm_from - revisited.min(warm_from),
+            revisit_share: Self::revisit_share(cfg, revisited, total),
             hot_lo: (pages * 2 / 5).min(pages - hot_pages),
             hot_pages,
             hot_share: cfg.hot_share,
@@ -198,8 +206,21 @@ impl ParsecGen {
         }
     }
 
+    /// The share of the accesses that touches each of `revisited` pages once per
+    /// `revisit_interval` on average: the accesses are spread evenly over the runtime, so a
+    /// page drawn with probability share / revisited at `total / runtime` accesses a second
+    /// is touched `share · total / (revisited · runtime)` times a second.
+    fn revisit_share(cfg: &ParsecConfig, revisited: u64, total: u64) -> f64 {
+        if revisited == 0 || cfg.revisit_interval.0 == 0 {
+            return 0.0;
+        }
+        let per_second = revisited as f64 / cfg.revisit_interval.secs_f64();
+        let accesses_per_second = total as f64 / cfg.runtime.secs_f64();
+        (per_second / accesses_per_second).min(1.0)
+    }
+
     /// Pages that should exist after `done` accesses (grow_then_cold: linear over the
-    /// first 30 % of the run).
+    /// first `grow` share of the run).
     fn target_created(&self) -> u64 {
         match self.shape {
             ParsecShape::GrowThenCold => ((self.done as u128 * self.pages as u128
@@ -268,6 +289,14 @@ impl ParsecGen {
         let band_pages = ((self.pages - swept_from) as f64 * self.band) as u64;
         for _ in 0..n {
             let page = match self.shape {
+                ParsecShape::GrowThenCold
+                    if self.revisit_share > 0.0
+                        && self.created > self.revisit_lo
+                        && chance(rng, self.revisit_share) =>
+                {
+                    let hi = self.created.min(self.warm_from);
+                    self.revisit_lo + below(rng, hi - self.revisit_lo)
+                }
                 ParsecShape::GrowThenCold => {
                     // Pages created within the hot window are "recent".
                     let window_pages = (self.window_accesses as u128 * self.pages as u128
@@ -552,6 +581,36 @@ mod tests {
         let cold: u64 = hits[..2048].iter().sum();
         let warm: u64 = hits[2048..].iter().sum();
         assert!(warm > 2 * cold, "warm {warm} cold {cold}");
+    }
+
+    /// Revisited pages (below the warm part) are touched about once per revisit_interval
+    /// after the growth; the cold pages below them not at all.
+    #[test]
+    fn revisited_pages_come_back_once_an_interval() {
+        let mut c = cfg(ParsecShape::GrowThenCold);
+        c.cold_frac = 0.9;
+        c.revisit_frac = 0.4;
+        c.revisit_interval = SimDuration::from_ms(500);
+        c.grow = 0.05;
+        c.hot_window = SimDuration::from_ms(100);
+        let mut g = ParsecGen::new(&c);
+        let total = ParsecGen::total_accesses(&c);
+        let mut late = vec![0u64; 4096];
+        each_work_access(&mut g, |page, n| {
+            if n > total / 2 {
+                late[page] += 1;
+            }
+        });
+        // The last second of the two-second run.
+        let (lo, hi) = ((4096.0 * 0.5) as usize, (4096.0 * 0.9) as usize);
+        assert!(late[..lo].iter().all(|&h| h == 0), "cold pages stay idle");
+        let mean = late[lo..hi].iter().sum::<u64>() as f64 / (hi - lo) as f64;
+        assert!(
+            (1.7..2.3).contains(&mean),
+            "revisits per page in 1 s: {mean}"
+        );
+        let warm = late[hi..].iter().sum::<u64>() as f64 / (4096 - hi) as f64;
+        assert!(warm > 100.0 * mean, "the warm part stays hot: {warm}");
     }
 
     #[test]

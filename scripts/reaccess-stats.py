@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Idle stretches and re-access of a program's pages, from a reaccess-probe.py recording.
+
+    scripts/reaccess-stats.py DIR [--min-age 3,5,8] [--json OUT]
+
+For every page the probe saw, the ticks in which it was touched split its life into use
+and idle stretches. An idle stretch that ends in a touch is a re-access after that much
+idleness; one that runs to the end of the program never comes back. For each min_age A
+the script gives what a page-level pageout of every page idle for A would do (the ideal
+that DAMON_RECLAIM's region sampling approximates):
+
+  paged out   stretches longer than A (each pages the page out once)
+  refaults    those of them that end in a touch (a major fault each)
+  saved       page-time spent paged out, as a share of the page-time from first touch
+              to the end of the run
+  refaults/page out, and when the re-accesses come (median idle stretch before them)
+
+and, over the run, the program's footprint and the share of it touched per tick.
+"""
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+
+def fail(msg):
+    print(f"reaccess-stats: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def load(d):
+    try:
+        z = np.load(f"{d}/touched.npz")
+        meta = json.load(open(f"{d}/meta.json"))
+    except (OSError, ValueError) as e:
+        fail(f"{d}: not a reaccess-probe recording ({e})")
+    starts, lens, offs = z["starts"], z["lens"].astype(np.int64), z["offsets"].astype(np.int64)
+    ticks = []
+    for k in range(len(offs) - 1):
+        s, l = starts[offs[k]:offs[k + 1]], lens[offs[k]:offs[k + 1]]
+        if s.size == 0:
+            ticks.append(np.empty(0, np.uint64))
+            continue
+        rep = np.repeat(s, l)
+        within = np.arange(rep.size) - np.repeat(np.cumsum(l) - l, l)
+        ticks.append(rep + within.astype(np.uint64))
+    return ticks, meta
+
+
+def stretches(ticks):
+    """Idle stretches ending in a touch (lengths in ticks), trailing ones, first touches."""
+    allp = np.unique(np.concatenate(ticks)) if ticks else np.empty(0, np.uint64)
+    last = np.full(allp.size, -1, np.int64)
+    first = np.full(allp.size, -1, np.int64)
+    gaps = []
+    for k, pages in enumerate(ticks):
+        idx = np.searchsorted(allp, pages)
+        seen = last[idx] >= 0
+        g = k - last[idx[seen]] - 1
+        gaps.append(g[g > 0])
+        first[idx[~seen]] = k
+        last[idx] = k
+    trailing = len(ticks) - 1 - last
+    return np.concatenate(gaps) if gaps else np.empty(0, np.int64), trailing, first
+
+
+def summarise(ticks, meta, ages):
+    dt = meta["interval_s"]
+    gaps, trailing, first = stretches(ticks)
+    n = len(ticks)
+    life = float(np.sum(n - first))  # page-ticks from first touch to the end
+    touched = np.array([p.size for p in ticks])
+    foot = np.array([np.count_nonzero(first <= k) for k in range(n)])
+    out = {"program": " ".join(meta["command"]), "interval_s": dt, "ticks": n,
+           "runtime_s": meta["runtime_s"], "pages": int(first.size),
+           "footprint_mib": first.size * meta["page_size"] / 2**20,
+           "touched_share_median": float(np.median(touched[foot > 0] / foot[foot > 0])),
+           "pages_reaccessed_after_idle": {}, "by_min_age": []}
+    for a in ages:
+        at = max(1, int(round(a / dt)))
+        back = gaps[gaps > at]
+        gone = trailing[trailing > at]
+        saved = float(np.sum(back - at) + np.sum(gone - at)) / life if life else 0.0
+        outs = back.size + gone.size
+        out["by_min_age"].append({
+            "min_age_s": a, "paged_out": int(outs), "refaults": int(back.size),
+            "refaults_per_pageout": back.size / outs if outs else 0.0,
+            "refaults_per_page": back.size / first.size if first.size else 0.0,
+            "saved_share": saved,
+            "median_idle_before_refault_s": float(np.median(back) * dt) if back.size else None,
+        })
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dirs", nargs="+")
+    ap.add_argument("--min-age", default="3,5,8,15", help="seconds, comma-separated")
+    ap.add_argument("--json", help="write the summaries here")
+    args = ap.parse_args()
+    try:
+        ages = [float(x) for x in args.min_age.split(",")]
+    except ValueError:
+        fail(f"--min-age: {args.min_age!r} is not a list of seconds")
+    res = []
+    for d in args.dirs:
+        ticks, meta = load(d)
+        s = summarise(ticks, meta, ages)
+        res.append(s)
+        print(f"{s['program']}: {s['ticks']} ticks of {s['interval_s']} s, "
+              f"{s['footprint_mib']:.0f} MiB touched, median {s['touched_share_median']:.3f} "
+              f"of the footprint touched per tick")
+        print("  min_age s | paged out | refaults | per page out | per page | saved | idle before refault s")
+        for r in s["by_min_age"]:
+            med = r["median_idle_before_refault_s"]
+            print(f"  {r['min_age_s']:9g} | {r['paged_out']:9d} | {r['refaults']:8d} | "
+                  f"{r['refaults_per_pageout']:12.2f} | {r['refaults_per_page']:8.2f} | "
+                  f"{r['saved_share']:5.2f} | {'-' if med is None else f'{med:.0f}'}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
