@@ -50,6 +50,30 @@ pub struct HeatmapArgs {
     /// Show every monitored range, not only the ranges found accessed at least once.
     #[arg(long)]
     all_ranges: bool,
+    /// Show only this address range, START-END in bytes (hex with 0x, or decimal; END
+    /// excluded), as damo's `--address_range`: e.g. one mapping of a vaddr record.
+    #[arg(long, value_parser = parse_addr_range)]
+    addr_range: Option<(u64, u64)>,
+}
+
+/// `START-END`, each hex (`0x…`) or decimal, START below END.
+fn parse_addr_range(s: &str) -> Result<(u64, u64), String> {
+    let num = |t: &str| {
+        let t = t.trim();
+        match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16),
+            None => t.parse(),
+        }
+        .map_err(|e| format!("`{t}` is not an address ({e})"))
+    };
+    let (a, b) = s
+        .split_once('-')
+        .ok_or_else(|| format!("`{s}` is not START-END"))?;
+    let (a, b) = (num(a)?, num(b)?);
+    if a >= b {
+        return Err(format!("the start {a:#x} is not below the end {b:#x}"));
+    }
+    Ok((a, b))
 }
 
 #[derive(Args)]
@@ -160,14 +184,26 @@ pub fn run(cmd: ReportCmd) -> Result<(), Failure> {
 fn heatmap(a: HeatmapArgs) -> Result<(), Failure> {
     let path = &a.source.input;
     let (json, text) = if is_trace(path) {
+        if a.addr_range.is_some() {
+            return Err(input(format!(
+                "{}: --addr-range applies to DAMON records, not to traces",
+                path.display()
+            )));
+        }
         let hm = tiermem_trace::info::heatmap(path, a.time_bins, a.addr_bins).map_err(input)?;
         let json = serde_json::to_string(&hm).expect("serialises");
         (json, None)
     } else {
         let (recs, name) = load(path)?;
         let rec = report::pick_target(&recs, a.target, &name).map_err(input)?;
-        let hm =
-            report::heatmap(rec, &name, (a.time_bins, a.addr_bins), a.all_ranges).map_err(input)?;
+        let hm = report::heatmap(
+            rec,
+            &name,
+            (a.time_bins, a.addr_bins),
+            a.all_ranges,
+            a.addr_range,
+        )
+        .map_err(input)?;
         (
             serde_json::to_string(&hm).expect("serialises"),
             Some(report::render_heatmap(&hm)),

@@ -69,6 +69,23 @@ fn reports_on_a_simulated_damon_record() {
     let hm: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("heatmap.json")).unwrap()).unwrap();
     assert_eq!(hm["counts"].as_array().unwrap().len(), 40);
+    // One address range of the record: the axis keeps to it.
+    let first = hm["ranges"][0][0].as_u64().unwrap() * 4096;
+    let range = format!("{first:#x}-{:#x}", first + (1 << 20));
+    let out2 = dir.path().join("hm2");
+    ok(&tiermem(&[
+        "report",
+        "heatmap",
+        s(&run),
+        "--out",
+        s(&out2),
+        "--no-plots",
+        "--addr-range",
+        &range,
+    ]));
+    let hm2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out2.join("heatmap.json")).unwrap()).unwrap();
+    assert!(hm2["pages"].as_u64().unwrap() <= 256, "{}", hm2["pages"]);
 
     // Bad input: exit 2, naming what is wrong.
     bad(&tiermem(&["report", "wss", s(dir.path())]), "no damon.json");
@@ -79,6 +96,20 @@ fn reports_on_a_simulated_damon_record() {
     bad(
         &tiermem(&["report", "heatmap", s(&run), "--target", "3"]),
         "no target 3",
+    );
+    bad(
+        &tiermem(&[
+            "report",
+            "heatmap",
+            s(&run),
+            "--addr-range",
+            "0x2000-0x1000",
+        ]),
+        "not below the end",
+    );
+    bad(
+        &tiermem(&["report", "heatmap", s(&run), "--addr-range", "1-2"]),
+        "no monitored region lies within",
     );
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"not\": \"a record\"}").unwrap();

@@ -327,7 +327,7 @@ pub fn damon_report(data: &[u8]) -> Result<(), String> {
     let doc = damo::read_document(data, "fuzz").map_err(|e| e.to_string())?;
     let recs = damo::parse_records(&doc, "fuzz", 5000, 100_000).map_err(|e| e.to_string())?;
     for r in &recs {
-        if let Ok(hm) = report::heatmap(r, "fuzz", (7, 13), false) {
+        if let Ok(hm) = report::heatmap(r, "fuzz", (7, 13), false, None) {
             let _ = report::render_heatmap(&hm);
         }
     }

@@ -6,8 +6,9 @@
 //!   that cover it (`nr_accesses` per aggregation interval, in samples per second), weighted
 //!   by the time and bytes each region overlaps the cell. The address axis concatenates the
 //!   ranges of the regions found accessed at least once (or, with `all_ranges`, every
-//!   monitored range), gaps removed as in `tiermem trace heatmap`; damo instead shows one
-//!   contiguous range, by default the hottest.
+//!   monitored range), gaps removed as in `tiermem trace heatmap`, optionally clipped to one
+//!   address range (damo's `--address_range`); damo instead shows one contiguous range, by
+//!   default the hottest.
 //! * **wss**: the working set of each snapshot, the bytes of regions with `nr_accesses` at
 //!   least `acc_thres` samples and size at least `sz_thres`, after the first
 //!   `exclude_snapshots` snapshots; targets of one snapshot index are summed (damo's
@@ -69,12 +70,25 @@ pub fn pick_target<'a>(
     })
 }
 
-/// Bin one target's snapshots into a time × address heatmap.
+/// The ranges clipped to `[lo, hi)`.
+fn clip(ranges: Vec<(u64, u64)>, (lo, hi): (u64, u64)) -> Vec<(u64, u64)> {
+    ranges
+        .into_iter()
+        .filter_map(|(s, e)| {
+            let (s, e) = (s.max(lo), e.min(hi));
+            (s < e).then_some((s, e))
+        })
+        .collect()
+}
+
+/// Bin one target's snapshots into a time × address heatmap, over the ranges found
+/// accessed (every monitored range with `all_ranges`), within `addr_range` if given.
 pub fn heatmap(
     rec: &DamonRecord,
     name: &str,
     (time_bins, addr_bins): (usize, usize),
     all_ranges: bool,
+    addr_range: Option<(u64, u64)>,
 ) -> Result<DamonHeatmap, TraceError> {
     let time_bins = time_bins.clamp(1, 10_000);
     let addr_bins = addr_bins.clamp(1, 10_000);
@@ -82,6 +96,15 @@ pub fn heatmap(
     if ranges.is_empty() {
         // Nothing was ever accessed: show what was monitored.
         ranges = covered_ranges(rec, true);
+    }
+    if let Some((lo, hi)) = addr_range {
+        ranges = clip(ranges, (lo, hi));
+        if ranges.is_empty() {
+            return Err(TraceError::invalid(
+                name,
+                format!("no monitored region lies within the address range {lo:#x}-{hi:#x}"),
+            ));
+        }
     }
     let first = rec.snapshots.iter().map(|s| s.start_ns).min();
     let last = rec.snapshots.iter().map(|s| s.end_ns).max();
@@ -105,13 +128,16 @@ pub fn heatmap(
     let mut values = vec![vec![0f64; addr_bins]; time_bins];
     for s in &rec.snapshots {
         for r in &s.regions {
+            // The range a region overlaps: one at most, as the ranges are unions of regions
+            // (clipped at most at their ends); one outside them (never accessed, or outside
+            // the address range asked for) adds nothing.
             let k = ranges.partition_point(|x| x.1 <= r.start);
-            // A region outside the ranges shown (never accessed) adds nothing.
-            let Some(range) = ranges.get(k).filter(|x| x.0 <= r.start) else {
+            let Some(range) = ranges.get(k).filter(|x| x.0 < r.end) else {
                 continue;
             };
-            let a0 = (bases[k] + (r.start - range.0)) as f64;
-            let a1 = a0 + (r.end.min(range.1) - r.start) as f64;
+            let (s0, s1) = (r.start.max(range.0), r.end.min(range.1));
+            let a0 = (bases[k] + (s0 - range.0)) as f64;
+            let a1 = a0 + (s1 - s0) as f64;
             let heat = r.nr_accesses as f64 * hz;
             spread(
                 &mut values,
@@ -397,7 +423,7 @@ mod tests {
     #[test]
     fn heatmap_weights_cells_by_overlap_and_removes_gaps() {
         let r = rec();
-        let hm = heatmap(&r, "t", (2, 4), true).unwrap();
+        let hm = heatmap(&r, "t", (2, 4), true, None).unwrap();
         assert_eq!(
             hm.map.ranges,
             vec![(0, 256), (512, 768)],
@@ -408,14 +434,34 @@ mod tests {
         assert_eq!(hm.map.counts[0], vec![200.0, 0.0, 0.0, 0.0]);
         assert_eq!(hm.map.counts[1], vec![100.0, 0.0, 0.0, 0.0]);
         // A cell half covered gets half the value.
-        let hm = heatmap(&r, "t", (1, 2), true).unwrap();
+        let hm = heatmap(&r, "t", (1, 2), true, None).unwrap();
         assert_eq!(hm.map.counts[0], vec![75.0, 0.0]);
         let text = render_heatmap(&hm);
         assert!(text.contains("|@ |"), "{text}");
         // By default only what was accessed: the first 512 KiB.
-        let hm = heatmap(&r, "t", (1, 2), false).unwrap();
+        let hm = heatmap(&r, "t", (1, 2), false, None).unwrap();
         assert_eq!(hm.map.ranges, vec![(0, 128)]);
         assert_eq!(hm.map.counts[0], vec![150.0, 150.0]);
+    }
+
+    /// An address range clips the axis, also through a region (its overlap counts).
+    #[test]
+    fn heatmap_keeps_to_an_address_range() {
+        let r = rec();
+        let hm = heatmap(
+            &r,
+            "t",
+            (1, 2),
+            true,
+            Some((256 << 10, (2 << 20) + (256 << 10))),
+        )
+        .unwrap();
+        assert_eq!(hm.map.ranges, vec![(64, 256), (512, 576)]);
+        // [256 KiB, 512 KiB) of the hot region (150 /s) and 256 KiB idle make the first
+        // half of the 1 MiB axis; the rest is idle.
+        assert_eq!(hm.map.counts[0], vec![75.0, 0.0]);
+        let err = heatmap(&r, "t", (1, 2), true, Some((4 << 20, 5 << 20))).unwrap_err();
+        assert!(err.to_string().contains("0x400000-0x500000"), "{err}");
     }
 
     #[test]
