@@ -24,6 +24,7 @@ Output (DIR):
   touched.npz   per tick, the touched pages as runs (start page, length), page numbers
                 of the virtual address space
   meta.json     the command, interval, kernel, swap device, runtime, exit status
+  program.log   the program's output
 Read it with scripts/reaccess-stats.py.
 """
 
@@ -153,7 +154,8 @@ def probe(args):
     if not swap_devices():
         fail("no active swap device: pages cannot be paged out (give --zram SIZE)")
     t0 = time.monotonic()
-    proc = subprocess.Popen(args.command)
+    log = open(os.path.join(args.out, "program.log"), "w")
+    proc = subprocess.Popen(args.command, stdout=log, stderr=subprocess.STDOUT)
     pidfd = libc.syscall(SYS_PIDFD_OPEN, proc.pid, 0)
     if pidfd < 0:
         proc.kill()
@@ -198,6 +200,7 @@ def probe(args):
         status = proc.wait()
         os.close(pm)
         os.close(pidfd)
+        log.close()
     runtime = time.monotonic() - t0
     with open(os.path.join(args.out, "ticks.tsv"), "w") as f:
         f.write("t_s\tpresent\tswapped\tzero\ttouched\tmajor_faults\tprobe_s\n")

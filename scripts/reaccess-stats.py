@@ -15,7 +15,14 @@ that DAMON_RECLAIM's region sampling approximates):
               to the end of the run
   refaults/page out, and when the re-accesses come (median idle stretch before them)
 
-and, over the run, the program's footprint and the share of it touched per tick.
+and, over the run, the program's footprint and the share of it touched per tick, and the
+shape the simulator's PARSEC models take (scripts/seed-004-workloads.py RECORDED):
+
+  grown by    the share of the run by which 95 % of the pages were first touched
+  warm        the share of the pages touched in at least half of the ticks
+  revisited   the share touched in two ticks or more but not warm, and the mean time
+              between their touches (their page-time from the first touch over their
+              touches after it) as a share of the run
 """
 
 import argparse
@@ -66,6 +73,22 @@ def stretches(ticks):
     return np.concatenate(gaps) if gaps else np.empty(0, np.int64), trailing, first
 
 
+def shape(ticks, first):
+    """Growth, warm and revisited shares, and the revisit interval (shares of the run)."""
+    n = len(ticks)
+    allp = np.unique(np.concatenate(ticks))
+    touches = np.zeros(allp.size, np.int64)
+    for pages in ticks:
+        touches[np.searchsorted(allp, pages)] += 1
+    warm = touches >= n / 2
+    rev = (touches >= 2) & ~warm
+    life = n - first
+    interval = float(life[rev].sum() / (touches[rev] - 1).sum()) / n if rev.any() else None
+    return {"grown_by": float(np.sort(first)[int(0.95 * (first.size - 1))] + 1) / n,
+            "warm": float(warm.mean()), "revisited": float(rev.mean()),
+            "revisit_interval_share": interval}
+
+
 def summarise(ticks, meta, ages):
     dt = meta["interval_s"]
     gaps, trailing, first = stretches(ticks)
@@ -77,7 +100,7 @@ def summarise(ticks, meta, ages):
            "runtime_s": meta["runtime_s"], "pages": int(first.size),
            "footprint_mib": first.size * meta["page_size"] / 2**20,
            "touched_share_median": float(np.median(touched[foot > 0] / foot[foot > 0])),
-           "pages_reaccessed_after_idle": {}, "by_min_age": []}
+           "shape": shape(ticks, first), "by_min_age": []}
     for a in ages:
         at = max(1, int(round(a / dt)))
         back = gaps[gaps > at]
@@ -112,6 +135,10 @@ def main():
         print(f"{s['program']}: {s['ticks']} ticks of {s['interval_s']} s, "
               f"{s['footprint_mib']:.0f} MiB touched, median {s['touched_share_median']:.3f} "
               f"of the footprint touched per tick")
+        sh = s["shape"]
+        iv = sh["revisit_interval_share"]
+        print(f"  grown by {sh['grown_by']:.3f} of the run; warm {sh['warm']:.4f}; revisited "
+              f"{sh['revisited']:.3f}" + ("" if iv is None else f", every {iv:.3f} of the run"))
         print("  min_age s | paged out | refaults | per page out | per page | saved | idle before refault s")
         for r in s["by_min_age"]:
             med = r["median_idle_before_refault_s"]
