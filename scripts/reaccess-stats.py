@@ -20,9 +20,11 @@ shape the simulator's PARSEC models take (scripts/seed-004-workloads.py RECORDED
 
   grown by    the share of the run by which 95 % of the pages were first touched
   warm        the share of the pages touched in at least half of the ticks
-  revisited   the share touched in two ticks or more but not warm, and the mean time
-              between their touches (their page-time from the first touch over their
-              touches after it) as a share of the run
+  first visit the mean length of the other pages' first visit (consecutive ticks touched
+              from the first touch), as a share of the run: the hot window after creation
+  revisited   the share of them visited again after an idle tick, and the mean time between
+              their visits (their page-time from the first touch over their visits after
+              it) as a share of the run
 """
 
 import argparse
@@ -74,19 +76,31 @@ def stretches(ticks):
 
 
 def shape(ticks, first):
-    """Growth, warm and revisited shares, and the revisit interval (shares of the run)."""
+    """Growth, warm share, first visit, revisited share and interval (shares of the run).
+
+    A visit is a stretch of consecutive ticks in which a page is touched: revisits count
+    the returns after at least one idle tick, as a program comes back to a structure, not
+    the ticks of one stay."""
     n = len(ticks)
     allp = np.unique(np.concatenate(ticks))
     touches = np.zeros(allp.size, np.int64)
-    for pages in ticks:
-        touches[np.searchsorted(allp, pages)] += 1
+    visits = np.zeros(allp.size, np.int64)
+    first_visit = np.zeros(allp.size, np.int64)
+    last = np.full(allp.size, -2, np.int64)
+    for k, pages in enumerate(ticks):
+        i = np.searchsorted(allp, pages)
+        touches[i] += 1
+        visits[i] += last[i] != k - 1
+        first_visit[i] += visits[i] == 1
+        last[i] = k
     warm = touches >= n / 2
-    rev = (touches >= 2) & ~warm
+    rev = (visits >= 2) & ~warm
     life = n - first
-    interval = float(life[rev].sum() / (touches[rev] - 1).sum()) / n if rev.any() else None
+    interval = float(life[rev].sum() / (visits[rev] - 1).sum()) / n if rev.any() else None
     return {"grown_by": float(np.sort(first)[int(0.95 * (first.size - 1))] + 1) / n,
-            "warm": float(warm.mean()), "revisited": float(rev.mean()),
-            "revisit_interval_share": interval}
+            "warm": float(warm.mean()),
+            "first_visit_share": float(first_visit[~warm].mean()) / n if (~warm).any() else None,
+            "revisited": float(rev.mean()), "revisit_interval_share": interval}
 
 
 def summarise(ticks, meta, ages):
@@ -137,7 +151,9 @@ def main():
               f"of the footprint touched per tick")
         sh = s["shape"]
         iv = sh["revisit_interval_share"]
-        print(f"  grown by {sh['grown_by']:.3f} of the run; warm {sh['warm']:.4f}; revisited "
+        fv = sh["first_visit_share"]
+        print(f"  grown by {sh['grown_by']:.3f} of the run; warm {sh['warm']:.4f}; first visit "
+              + ("-" if fv is None else f"{fv:.3f}") + f" of the run; revisited "
               f"{sh['revisited']:.3f}" + ("" if iv is None else f", every {iv:.3f} of the run"))
         print("  min_age s | paged out | refaults | per page out | per page | saved | idle before refault s")
         for r in s["by_min_age"]:

@@ -83,12 +83,12 @@ BANDS = {
 # swap (docs/recordings/parsec-reaccess.md; scripts/reaccess-stats.py). Times are given as
 # shares of the recorded run, so that they scale with the runtime above.
 RECORDED = {
-    # 368 065 pages (1438 MiB), 95 % first touched by 0.020 of the 99 ticks; 0.27 % touched
-    # in at least half of the ticks, 33.9 % touched again later, each about every 0.135 of
-    # the run, the other 66 % never again.
+    # 368 065 pages (1438 MiB), 95 % first touched by 0.020 of the 99 ticks, each staying in
+    # use for 0.014 of the run; 0.27 % touched in at least half of the ticks; 31.7 % visited
+    # again after an idle tick, each about every 0.205 of the run; the rest never again.
     "splash2x/radiosity": (dict(shape="grow_then_cold", cold_frac=0.997, grow=0.02,
-                                revisit_frac=0.339, revisit_interval=0.135),
-                           "all touched in 2 % of the run; 34 % revisited every 0.135 of it"),
+                                hot_window=0.014, revisit_frac=0.317, revisit_interval=0.205),
+                           "all touched in 2 % of the run; 32 % revisited every 0.205 of it"),
     # 154 291 pages (603 MiB): the option array parsed from the input (58 %) read once more
     # when copied and never again, the arrays the 100 pricing runs go over (44.3 %) touched
     # in every tick.
@@ -96,10 +96,10 @@ RECORDED = {
                              "44 % swept by the 100 pricing runs, the parsed options idle"),
     # 768 pages (3 MiB of anonymous memory; the rest of the 6 MiB RSS is its mapped files):
     # first touched over the whole run (95 % by 0.956 of it, as the 128 swaptions allocate),
-    # 0.7 % warm, 96.2 % touched again, each about every 0.177 of the run.
+    # each in use for 0.025 of the run; 0.7 % warm; 2.6 % visited again, every 0.438 of it.
     "parsec3/swaptions": (dict(shape="grow_then_cold", cold_frac=0.993, grow=0.956,
-                               revisit_frac=0.962, revisit_interval=0.177),
-                          "grows all run; 96 % revisited every 0.177 of it"),
+                               hot_window=0.025, revisit_frac=0.026, revisit_interval=0.438),
+                          "grows all run, each page in use for 0.025 of it"),
 }
 
 
@@ -137,6 +137,8 @@ def main():
         else:
             window, phases = "5s", 10
             harness = HARNESS_MIB
+        if rec is not None and "hot_window" in rec:
+            window = f"{round(rec['hot_window'] * runtime, 2)}s"
         if band is not None:
             phases = passes
         if rec is not None and "phases" in rec:

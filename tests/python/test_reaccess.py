@@ -54,11 +54,13 @@ def test_idle_stretches_give_pageouts_refaults_and_savings(tmp_path):
     assert a3["median_idle_before_refault_s"] == 5
     assert (a6["paged_out"], a6["refaults"]) == (1, 0)
     assert abs(a6["saved_share"] - 3 / 30) < 1e-9
-    # The model's shape: page 100 warm, page 7 revisited once in its 10-tick life.
+    # The model's shape: page 100 warm, page 7 visited again once in its 10-tick life; the
+    # first visits of pages 7 and 8 last one tick.
     sh = s["shape"]
     assert (sh["warm"], sh["revisited"]) == (1 / 3, 1 / 3)
     assert sh["revisit_interval_share"] == 1.0
     assert sh["grown_by"] == 0.1
+    assert sh["first_visit_share"] == 0.1
 
 
 def test_probe_refuses_bad_arguments_with_exit_2(tmp_path):
