@@ -130,18 +130,27 @@ class Zram:
             fail("--zram: /sys/block/zram0 does not exist (modprobe zram)")
         if open(f"{blk}/disksize").read().strip() != "0":
             fail("--zram: /dev/zram0 is already set up; refusing to touch it")
-        with open(f"{blk}/disksize", "w") as f:
-            f.write(self.size)
+        try:
+            with open(f"{blk}/disksize", "w") as f:
+                f.write(self.size)
+        except OSError as e:
+            fail(f"--zram {self.size}: /sys/block/zram0/disksize refused it ({e.strerror}); "
+                 "give a size such as 8G")
         self.active = True
-        subprocess.run(["mkswap", "/dev/zram0"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["swapon", "-p", "100", "/dev/zram0"], check=True)
+        try:
+            subprocess.run(["mkswap", "/dev/zram0"], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(["swapon", "-p", "100", "/dev/zram0"], check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            self.__exit__()
+            fail(f"--zram: setting up /dev/zram0 as swap failed ({e}); it is reset again")
         return self
 
     def __exit__(self, *exc):
         if self.active:
-            subprocess.run(["swapoff", "/dev/zram0"], check=False)
+            subprocess.run(["swapoff", "/dev/zram0"], check=False, stderr=subprocess.DEVNULL)
             with open("/sys/block/zram0/reset", "w") as f:
                 f.write("1")
+            self.active = False
 
 
 def swap_devices():
@@ -151,8 +160,12 @@ def swap_devices():
 
 def probe(args):
     os.makedirs(args.out, exist_ok=True)
-    if not swap_devices():
+    swaps = swap_devices()
+    if not swaps:
         fail("no active swap device: pages cannot be paged out (give --zram SIZE)")
+    if not any("zram" in d for d in swaps):
+        print(f"reaccess-probe: warning: swap is {', '.join(swaps)}, not zram: every swap-in "
+              "goes to a device and slows the program far more", file=sys.stderr)
     t0 = time.monotonic()
     log = open(os.path.join(args.out, "program.log"), "w")
     proc = subprocess.Popen(args.command, stdout=log, stderr=subprocess.STDOUT)
