@@ -55,40 +55,44 @@ def load(d):
         rep = np.repeat(s, l)
         within = np.arange(rep.size) - np.repeat(np.cumsum(l) - l, l)
         ticks.append(rep + within.astype(np.uint64))
+    if not any(t.size for t in ticks):
+        fail(f"{d}: no page was touched in any tick (the program ended before the first?)")
     return ticks, meta
 
 
-def stretches(ticks):
+def page_indices(ticks):
+    """The number of distinct pages and each tick's pages as indices 0..n into them."""
+    allp = np.unique(np.concatenate(ticks))
+    return allp.size, [np.searchsorted(allp, pages) for pages in ticks]
+
+
+def stretches(npages, idx_ticks):
     """Idle stretches ending in a touch (lengths in ticks), trailing ones, first touches."""
-    allp = np.unique(np.concatenate(ticks)) if ticks else np.empty(0, np.uint64)
-    last = np.full(allp.size, -1, np.int64)
-    first = np.full(allp.size, -1, np.int64)
+    last = np.full(npages, -1, np.int64)
+    first = np.full(npages, -1, np.int64)
     gaps = []
-    for k, pages in enumerate(ticks):
-        idx = np.searchsorted(allp, pages)
+    for k, idx in enumerate(idx_ticks):
         seen = last[idx] >= 0
         g = k - last[idx[seen]] - 1
         gaps.append(g[g > 0])
         first[idx[~seen]] = k
         last[idx] = k
-    trailing = len(ticks) - 1 - last
-    return np.concatenate(gaps) if gaps else np.empty(0, np.int64), trailing, first
+    trailing = len(idx_ticks) - 1 - last
+    return np.concatenate(gaps), trailing, first
 
 
-def shape(ticks, first):
+def shape(npages, idx_ticks, first):
     """Growth, warm share, first visit, revisited share and interval (shares of the run).
 
     A visit is a stretch of consecutive ticks in which a page is touched: revisits count
     the returns after at least one idle tick, as a program comes back to a structure, not
     the ticks of one stay."""
-    n = len(ticks)
-    allp = np.unique(np.concatenate(ticks))
-    touches = np.zeros(allp.size, np.int64)
-    visits = np.zeros(allp.size, np.int64)
-    first_visit = np.zeros(allp.size, np.int64)
-    last = np.full(allp.size, -2, np.int64)
-    for k, pages in enumerate(ticks):
-        i = np.searchsorted(allp, pages)
+    n = len(idx_ticks)
+    touches = np.zeros(npages, np.int64)
+    visits = np.zeros(npages, np.int64)
+    first_visit = np.zeros(npages, np.int64)
+    last = np.full(npages, -2, np.int64)
+    for k, i in enumerate(idx_ticks):
         touches[i] += 1
         visits[i] += last[i] != k - 1
         first_visit[i] += visits[i] == 1
@@ -105,7 +109,8 @@ def shape(ticks, first):
 
 def summarise(ticks, meta, ages):
     dt = meta["interval_s"]
-    gaps, trailing, first = stretches(ticks)
+    npages, idx_ticks = page_indices(ticks)
+    gaps, trailing, first = stretches(npages, idx_ticks)
     n = len(ticks)
     life = float(np.sum(n - first))  # page-ticks from first touch to the end
     touched = np.array([p.size for p in ticks])
@@ -114,7 +119,7 @@ def summarise(ticks, meta, ages):
            "runtime_s": meta["runtime_s"], "pages": int(first.size),
            "footprint_mib": first.size * meta["page_size"] / 2**20,
            "touched_share_median": float(np.median(touched[foot > 0] / foot[foot > 0])),
-           "shape": shape(ticks, first), "by_min_age": []}
+           "shape": shape(npages, idx_ticks, first), "by_min_age": []}
     for a in ages:
         at = max(1, int(round(a / dt)))
         back = gaps[gaps > at]

@@ -11,8 +11,8 @@ import numpy as np
 SCRIPTS = pathlib.Path(__file__).resolve().parents[2] / "scripts"
 
 
-def load_stats():
-    spec = importlib.util.spec_from_file_location("reaccess_stats", SCRIPTS / "reaccess-stats.py")
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), SCRIPTS / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -20,23 +20,16 @@ def load_stats():
 
 def write_recording(d, ticks, interval=1.0):
     """ticks: per tick, the touched page numbers, written as the probe writes them."""
-    stats = load_stats()
-    starts, lens, offsets = [], [], [0]
-    for pages in ticks:
-        pages = np.array(sorted(pages), np.uint64)
-        breaks = np.flatnonzero(np.diff(pages) != 1) + 1 if pages.size else []
-        s = pages[np.r_[0, breaks]] if pages.size else np.empty(0, np.uint64)
-        ends = np.r_[breaks, pages.size] if pages.size else []
-        ln = np.diff(np.r_[0, ends]).astype(np.uint32) if pages.size else np.empty(0, np.uint32)
-        starts.append(s)
-        lens.append(ln)
-        offsets.append(offsets[-1] + len(s))
-    np.savez_compressed(d / "touched.npz", starts=np.concatenate(starts), lens=np.concatenate(lens),
-                        offsets=np.array(offsets, np.uint64), t=np.arange(len(ticks)) * interval)
+    probe = load_script("reaccess-probe")
+    runs = [probe.runs_of(np.array(sorted(pages), np.uint64)) for pages in ticks]
+    offsets = np.cumsum([0] + [len(st) for st, _ in runs]).astype(np.uint64)
+    np.savez_compressed(d / "touched.npz", starts=np.concatenate([st for st, _ in runs]),
+                        lens=np.concatenate([ln for _, ln in runs]), offsets=offsets,
+                        t=np.arange(len(ticks)) * interval)
     (d / "meta.json").write_text(json.dumps({
         "command": ["synthetic"], "interval_s": interval, "runtime_s": len(ticks) * interval,
         "page_size": 4096}))
-    return stats
+    return load_script("reaccess-stats")
 
 
 def test_idle_stretches_give_pageouts_refaults_and_savings(tmp_path):
@@ -77,3 +70,8 @@ def test_stats_names_a_directory_that_is_not_a_recording(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert str(tmp_path) in r.stderr
+    # A recording without a touched page (the program ended before the first tick).
+    write_recording(tmp_path, [[]])
+    r = subprocess.run([sys.executable, str(SCRIPTS / "reaccess-stats.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "no page was touched" in r.stderr, r.stderr
