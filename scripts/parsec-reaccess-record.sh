@@ -10,6 +10,8 @@
 #   blackscholes   parsec3: 10M options from its own inputgen (in_10M.txt)        ~2 min
 #   swaptions      parsec3: -ns 128 -sm 1000000                                    ~4 min
 #   streamcluster  parsec3: 10 20 128 1000000 200000 5000 none output.txt          ~10 min
+#   lu_cb, lu_ncb  splash2x: -n8096 -b32 (a 500 MiB matrix)
+#   radix          splash2x: -r4096 -n268435456 -m2147483647 (2 GiB of keys)
 # Default: radiosity and blackscholes. All run with one thread (damon-tests: parsecmgmt -n 1).
 # Ticks of INTERVAL seconds (environment, default 1). Needs root, gcc, g++, m4, python3 with
 # numpy, and /dev/zram0 unused (the probe sets it up as swap for each run, removes it after).
@@ -31,14 +33,24 @@ BUILD=$(mktemp -d)
 trap 'rm -rf "$BUILD"' EXIT
 mkdir -p "$OUT"
 
-build_radiosity() {
-  cp -r "$SRC/ext/splash2x/apps/radiosity/src" "$BUILD/radiosity"
-  (cd "$BUILD/radiosity" &&
+# A SPLASH-2X program from ext/splash2x/DIR/src, its m4 macros expanded with PARSEC's
+# pthreads parmacs.
+build_splash2x() {
+  cp -r "$SRC/ext/splash2x/$2/src" "$BUILD/$1"
+  (cd "$BUILD/$1" &&
     sed -i 's|^MACROS :=.*|MACROS ?= x|' Makefile &&
     CC=gcc M4=m4 version=pthreads CFLAGS="-O2 -std=gnu89 -pthread -fcommon -w" \
     MACROS="$SRC/pkgs/libs/parmacs/src/m4/parmacs.pthreads.c.m4" make -s >/dev/null 2>&1)
 }
+build_radiosity() { build_splash2x radiosity apps/radiosity; }
 args_radiosity=(./radiosity -bf 1.5e-4 -batch -largeroom -p 1)
+# The SPLASH-2X kernels' native arguments (their run.sh).
+build_lu_cb() { build_splash2x lu_cb kernels/lu_cb; }
+args_lu_cb=(./lu_cb -p1 -n8096 -b32)
+build_lu_ncb() { build_splash2x lu_ncb kernels/lu_ncb; }
+args_lu_ncb=(./lu_ncb -p1 -n8096 -b32)
+build_radix() { build_splash2x radix kernels/radix; }
+args_radix=(./radix -p1 -r4096 -n268435456 -m2147483647)
 
 build_blackscholes() {
   cp -r "$SRC/pkgs/apps/blackscholes/src" "$BUILD/blackscholes"

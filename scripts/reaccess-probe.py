@@ -20,7 +20,13 @@ exclusive); they are counted apart and never counted as touched.
 
 Output (DIR):
   ticks.tsv     one row per tick: time, anonymous pages present/swapped/mapping the zero
-                page, touched, the program's major faults, the probe's own time
+                page, touched, the program's major faults, the probe's own time and, when
+                the swap is /dev/zram0, zram's mm_stat after the tick's pageout: bytes
+                stored (orig_data_size), their compressed size, the memory zram uses for
+                them (mem_used_total) and its same-filled and incompressible ("huge") pages,
+                and /proc/vmstat's pswpout and swpout_zero (zero-filled pages, which the
+                swap layer of 6.12+ keeps out of zram): how well the program's data
+                compresses
   touched.npz   per tick, the touched pages as runs (start page, length), page numbers
                 of the virtual address space
   meta.json     the command, interval, kernel, swap device, runtime, exit status
@@ -33,6 +39,7 @@ import ctypes
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -153,6 +160,39 @@ class Zram:
             self.active = False
 
 
+ZRAM_MM_STAT = "/sys/block/zram0/mm_stat"
+# Columns of mm_stat kept (Documentation/admin-guide/blockdev/zram.rst, field order).
+ZRAM_FIELDS = {"zram_orig_bytes": 0, "zram_compr_bytes": 1, "zram_used_bytes": 2,
+               "zram_same_pages": 5, "zram_huge_pages": 7}
+
+
+SWAP_COUNTERS = ("pswpout", "swpout_zero")
+
+
+def swap_counters():
+    """/proc/vmstat's pages written to swap and zero-filled pages swapped out without a
+    write (the swap zeromap, Linux 6.12+; 0 before), system-wide."""
+    got = dict.fromkeys(SWAP_COUNTERS, 0)
+    with open("/proc/vmstat") as f:
+        for line in f:
+            k, _, v = line.partition(" ")
+            if k in got:
+                got[k] = int(v)
+    return tuple(got[k] for k in SWAP_COUNTERS)
+
+
+def zram_stat():
+    """zram0's mm_stat fields kept in ticks.tsv, or None when zram0 is not the swap."""
+    try:
+        with open(ZRAM_MM_STAT) as f:
+            v = [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return None
+    if len(v) <= max(ZRAM_FIELDS.values()):
+        return None
+    return tuple(v[i] for i in ZRAM_FIELDS.values())
+
+
 def swap_devices():
     with open("/proc/swaps") as f:
         return [line.split()[0] for line in f.readlines()[1:]]
@@ -175,6 +215,8 @@ def probe(args):
         fail(f"pidfd_open: {os.strerror(ctypes.get_errno())}")
     pm = os.open(f"/proc/{proc.pid}/pagemap", os.O_RDONLY)
     rows, starts, lens, offsets = [], [], [], [0]
+    with_zram = "/dev/zram0" in swaps and zram_stat() is not None
+    counters_at_start = swap_counters()
     next_tick = t0 + args.interval
     try:
         while proc.poll() is None:
@@ -205,8 +247,11 @@ def probe(args):
             starts.append(st)
             lens.append(ln)
             offsets.append(offsets[-1] + st.size)
-            rows.append((w0 - t0, present, swapped, zero, int(pages.size), faults,
-                         time.monotonic() - w0))
+            row = (w0 - t0, present, swapped, zero, int(pages.size), faults,
+                   time.monotonic() - w0)
+            if with_zram:
+                row += (zram_stat() or (0,) * len(ZRAM_FIELDS)) + swap_counters()
+            rows.append(row)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -216,9 +261,14 @@ def probe(args):
         log.close()
     runtime = time.monotonic() - t0
     with open(os.path.join(args.out, "ticks.tsv"), "w") as f:
-        f.write("t_s\tpresent\tswapped\tzero\ttouched\tmajor_faults\tprobe_s\n")
+        cols = ["t_s", "present", "swapped", "zero", "touched", "major_faults", "probe_s"]
+        fmt = "%.3f\t%d\t%d\t%d\t%d\t%d\t%.4f"
+        if with_zram:
+            cols += list(ZRAM_FIELDS) + list(SWAP_COUNTERS)
+            fmt += "\t%d" * (len(ZRAM_FIELDS) + len(SWAP_COUNTERS))
+        f.write("\t".join(cols) + "\n")
         for r in rows:
-            f.write("%.3f\t%d\t%d\t%d\t%d\t%d\t%.4f\n" % r)
+            f.write(fmt % r + "\n")
     np.savez_compressed(os.path.join(args.out, "touched.npz"),
                         starts=np.concatenate(starts) if starts else np.empty(0, np.uint64),
                         lens=np.concatenate(lens) if lens else np.empty(0, np.uint32),
@@ -226,7 +276,8 @@ def probe(args):
                         t=np.array([r[0] for r in rows]))
     meta = {"command": args.command, "interval_s": args.interval, "kernel": platform.release(),
             "swap": swap_devices(), "runtime_s": runtime, "exit_status": status,
-            "ticks": len(rows), "page_size": PAGE}
+            "ticks": len(rows), "page_size": PAGE,
+            "swap_counters_at_start": dict(zip(SWAP_COUNTERS, counters_at_start))}
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(f"reaccess-probe: {len(rows)} ticks over {runtime:.1f} s, exit {status}; "
@@ -234,7 +285,13 @@ def probe(args):
     return status
 
 
+def on_sigterm(signum, frame):
+    # Unwind as for Ctrl-C, so that the program is killed and zram0 reset on the way out.
+    raise SystemExit(f"reaccess-probe: stopped by signal {signum}")
+
+
 def main():
+    signal.signal(signal.SIGTERM, on_sigterm)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between ticks")
     ap.add_argument("--out", required=True, help="output directory")

@@ -25,10 +25,20 @@ shape the simulator's PARSEC models take (scripts/seed-004-workloads.py RECORDED
   revisited   the share of them visited again after an idle tick, and the mean time between
               their visits (their page-time from the first touch over their visits after
               it) as a share of the run
+
+and, when the recording has zram's columns (the probe on a zram swap), how well the
+program's data compresses: the pages paged out over the run over what they take in zram,
+zero-filled pages taking nothing (6.12+ keeps them out of zram, older kernels store a flag)
+and the others their compressed size (zram's orig over compressed bytes, summed over the
+ticks); the latter by quarter of the run, the share of them zram stored uncompressed
+("huge"), and the memory zram's allocator took over the compressed size (about 3 % more at
+hundreds of MiB; for a few MiB its fixed per-class pages dominate). The first figure is the
+simulator's `compression_ratio` for the program.
 """
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -107,7 +117,46 @@ def shape(npages, idx_ticks, first):
             "revisited": float(rev.mean()), "revisit_interval_share": interval}
 
 
-def summarise(ticks, meta, ages):
+def compression(d, meta):
+    """The zram columns of ticks.tsv summarised, or None when the recording has none.
+
+    zram's orig/compressed bytes give how well the non-zero pages compress (stale copies of
+    pages swapped back in but still in the swap cache included: the same data); the swap
+    counters' share of zero-filled pages (kept out of zram on 6.12+, stored as a flag before)
+    take nothing. Both over the whole run, so weighted by how much was paged out when."""
+    path = f"{d}/ticks.tsv"
+    if not os.path.exists(path):
+        return None
+    try:
+        t = np.genfromtxt(path, delimiter="\t", names=True)
+    except (OSError, ValueError) as e:
+        fail(f"{path}: {e}")
+    t = np.atleast_1d(t)
+    names = t.dtype.names or ()
+    if "zram_compr_bytes" not in names:
+        return None
+    t = t[t["zram_compr_bytes"] > 0]
+    if t.size == 0:
+        return None
+    orig, compr = t["zram_orig_bytes"], t["zram_compr_bytes"]
+    quarters = [float(np.sum(orig[q]) / np.sum(compr[q]))
+                for q in np.array_split(np.arange(t.size), 4) if q.size]
+    nonzero_ratio = float(np.sum(orig) / np.sum(compr))
+    zero_share = 0.0
+    start = meta.get("swap_counters_at_start")
+    if "swpout_zero" in names and start:
+        written = t["pswpout"][-1] - start["pswpout"]
+        zero = t["swpout_zero"][-1] - start["swpout_zero"]
+        zero_share = float(zero / (written + zero)) if written + zero > 0 else 0.0
+    return {"ratio": nonzero_ratio / (1.0 - zero_share) if zero_share < 1 else None,
+            "nonzero_ratio": nonzero_ratio, "nonzero_ratio_by_quarter": quarters,
+            "zero_share": zero_share,
+            "allocator_overhead": float(np.sum(t["zram_used_bytes"]) / np.sum(compr)),
+            "huge_share": float(np.sum(t["zram_huge_pages"]) * meta["page_size"]
+                                / np.sum(orig))}
+
+
+def summarise(ticks, meta, ages, d):
     dt = meta["interval_s"]
     npages, idx_ticks = page_indices(ticks)
     gaps, trailing, first = stretches(npages, idx_ticks)
@@ -119,7 +168,8 @@ def summarise(ticks, meta, ages):
            "runtime_s": meta["runtime_s"], "pages": int(first.size),
            "footprint_mib": first.size * meta["page_size"] / 2**20,
            "touched_share_median": float(np.median(touched[foot > 0] / foot[foot > 0])),
-           "shape": shape(npages, idx_ticks, first), "by_min_age": []}
+           "shape": shape(npages, idx_ticks, first),
+           "compression": compression(d, meta), "by_min_age": []}
     for a in ages:
         at = max(1, int(round(a / dt)))
         back = gaps[gaps > at]
@@ -149,7 +199,7 @@ def main():
     res = []
     for d in args.dirs:
         ticks, meta = load(d)
-        s = summarise(ticks, meta, ages)
+        s = summarise(ticks, meta, ages, d)
         res.append(s)
         print(f"{s['program']}: {s['ticks']} ticks of {s['interval_s']} s, "
               f"{s['footprint_mib']:.0f} MiB touched, median {s['touched_share_median']:.3f} "
@@ -160,6 +210,13 @@ def main():
         print(f"  grown by {sh['grown_by']:.3f} of the run; warm {sh['warm']:.4f}; first visit "
               + ("-" if fv is None else f"{fv:.3f}") + f" of the run; revisited "
               f"{sh['revisited']:.3f}" + ("" if iv is None else f", every {iv:.3f} of the run"))
+        c = s["compression"]
+        if c is not None and c["ratio"] is not None:
+            print(f"  compression in zram {c['ratio']:.2f}: zero-filled {c['zero_share']:.3f} of "
+                  f"the pages paged out, the others {c['nonzero_ratio']:.2f} (by quarter of the "
+                  "run " + " ".join(f"{r:.2f}" for r in c["nonzero_ratio_by_quarter"])
+                  + f"), {c['huge_share']:.3f} of them stored uncompressed; zram's memory "
+                  f"{c['allocator_overhead']:.3f} x the compressed size")
         print("  min_age s | paged out | refaults | per page out | per page | saved | idle before refault s")
         for r in s["by_min_age"]:
             med = r["median_idle_before_refault_s"]

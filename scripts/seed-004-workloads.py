@@ -103,6 +103,26 @@ RECORDED = {
 }
 
 
+# program: how well its data compresses in zram (lzo-rle), `compression_ratio`: the pages it
+# paged out over what they took in zram, zero-filled pages taking nothing, over the whole run
+# (`scripts/reaccess-stats.py` on `scripts/reaccess-probe.py` recordings on Linux 6.18 with
+# zram, 2026-11-29, docs/recordings/parsec-reaccess.md "Compression"). The other programs keep
+# the zram device's 3.0.
+COMPRESSION = {
+    "splash2x/radiosity": 4.81,  # 1 s ticks; 7.05 in the first quarter of the run, 3.97 in the last
+    "parsec3/blackscholes": 3.77,  # the parsed options and the pricing arrays
+    "parsec3/swaptions": 1.77,  # 15 % of its pages stored uncompressed
+    "splash2x/lu_cb": 1.00,  # a matrix of drand48() doubles: every page stored uncompressed
+    "splash2x/lu_ncb": 1.00,  # the same matrix
+    "splash2x/radix": 1.67,  # 2^28 random keys below 2^31 and their rank arrays
+    "splash2x/fft": 1.00,  # random complex doubles; recorded with -m26 (a quarter of native)
+    # the grids of doubles (5 % of the pages zero-filled); recorded with -n2050 (a quarter of
+    # native's grid memory); ocean_ncp computes the same fields (taken to compress the same)
+    "splash2x/ocean_cp": 1.06,
+    "splash2x/ocean_ncp": 1.06,
+}
+
+
 # parsec3/swaptions in DAMON v24's table: sys used 13 MiB, RSS 6 MiB.
 HARNESS_MIB = 13 - 6
 
@@ -123,6 +143,8 @@ def main():
         if name in BANDS:
             passes, band, swept, shrink, seen = BANDS[name]
             note += f"; sweep band from DAMON v24's {seen}"
+        if name in COMPRESSION:
+            note += f"; its data compresses {COMPRESSION[name]}:1 in zram (measured)"
         rec = RECORDED.get(name, (None, None))[0]
         if rec is not None:
             shape = rec["shape"]
@@ -152,6 +174,8 @@ def main():
             out.append(f"band = {band}")
         if shape == "grow_then_cold":
             out.append(f"cold_frac = {rec['cold_frac'] if rec else cut / 100}")
+        if name in COMPRESSION:
+            out.append(f"compression_ratio = {COMPRESSION[name]}")
         if rec is not None and "grow" in rec:
             out.append(f"grow = {rec['grow']}")
         out.append('cpu_per_access = "400ns"')

@@ -39,7 +39,8 @@ def test_idle_stretches_give_pageouts_refaults_and_savings(tmp_path):
     stats = write_recording(tmp_path, ticks)
     t, meta = stats.load(tmp_path)
     assert [sorted(int(p) for p in x) for x in t] == [sorted(x) for x in ticks]
-    s = stats.summarise(t, meta, [3, 6])
+    s = stats.summarise(t, meta, [3, 6], tmp_path)
+    assert s["compression"] is None  # no ticks.tsv with zram columns
     assert s["pages"] == 3
     a3, a6 = s["by_min_age"]
     assert (a3["paged_out"], a3["refaults"]) == (2, 1)
@@ -54,6 +55,31 @@ def test_idle_stretches_give_pageouts_refaults_and_savings(tmp_path):
     assert sh["revisit_interval_share"] == 1.0
     assert sh["grown_by"] == 0.1
     assert sh["first_visit_share"] == 0.1
+
+
+def test_compression_counts_zero_filled_pages_as_free(tmp_path):
+    # Three ticks: zram holds 8 then 16 then 16 MiB compressed 4:1; the swap counters say
+    # that of the 12 000 pages paged out over the run 3 000 were zero-filled.
+    stats = write_recording(tmp_path, [[1], [1], [1]])
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["swap_counters_at_start"] = {"pswpout": 1000, "swpout_zero": 50}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    mib = 2 ** 20
+    rows = [(8 * mib, 2 * mib, 4000, 50), (16 * mib, 4 * mib, 8000, 1050),
+            (16 * mib, 4 * mib, 10000, 3050)]
+    lines = ["t_s\tpresent\tswapped\tzero\ttouched\tmajor_faults\tprobe_s\tzram_orig_bytes"
+             "\tzram_compr_bytes\tzram_used_bytes\tzram_same_pages\tzram_huge_pages"
+             "\tpswpout\tswpout_zero"]
+    for i, (orig, compr, out, zero) in enumerate(rows):
+        lines.append(f"{i + 1}\t1\t1\t0\t1\t0\t0.1\t{orig}\t{compr}\t{compr + compr // 32}"
+                     f"\t0\t{orig // 4096 // 8}\t{out}\t{zero}")
+    (tmp_path / "ticks.tsv").write_text("\n".join(lines) + "\n")
+    c = stats.compression(tmp_path, meta)
+    assert c["nonzero_ratio"] == 4.0
+    assert c["zero_share"] == 3000 / 12000
+    assert abs(c["ratio"] - 4.0 / 0.75) < 1e-12
+    assert abs(c["allocator_overhead"] - 33 / 32) < 1e-12
+    assert c["huge_share"] == 1 / 8
 
 
 def test_probe_refuses_bad_arguments_with_exit_2(tmp_path):

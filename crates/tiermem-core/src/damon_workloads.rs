@@ -114,6 +114,14 @@ pub struct ParsecConfig {
     /// once after the cache drop, before the untar. Default 0.
     #[serde(default)]
     pub harness: Bytes,
+    /// How well the program's anonymous data compresses when it is paged out to zram: the
+    /// bytes paged out over their compressed size (zero-filled pages take nothing; zram's
+    /// allocator adds about 3 % at hundreds of MiB, not modelled). It sets how much memory
+    /// a pageout frees. Measured for a program with `scripts/reaccess-probe.py`'s zram columns
+    /// (`scripts/reaccess-stats.py` prints it). Default: the device's
+    /// `kernel.zram.compression_ratio`.
+    #[serde(default)]
+    pub compression_ratio: Option<f64>,
 }
 
 /// When a PARSEC-shaped program does its file I/O.
@@ -291,6 +299,12 @@ impl ParsecConfig {
         if self.swept_frac <= 0.0 {
             return e("swept_frac", "must be within (0, 1]");
         }
+        if let Some(r) = self.compression_ratio {
+            // A compressed page takes at least one byte of the pool.
+            if !(1.0..=4096.0).contains(&r) {
+                return e("compression_ratio", "must be within 1.0..4096.0");
+            }
+        }
         if self.cpu_per_access.0 == 0 {
             return e("cpu_per_access", "must be positive");
         }
@@ -383,6 +397,14 @@ mod tests {
             (
                 "shape = \"sweep\"\nrevisit_interval = \"1s\"",
                 "revisit_interval",
+            ),
+            (
+                "shape = \"sweep\"\ncompression_ratio = 0.5",
+                "compression_ratio",
+            ),
+            (
+                "shape = \"sweep\"\ncompression_ratio = nan",
+                "compression_ratio",
             ),
         ] {
             assert_eq!(

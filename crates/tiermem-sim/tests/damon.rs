@@ -299,3 +299,62 @@ fn a_per_workload_run_vaddr_context_follows_its_target_workloads_runs_only() {
         "{samples} samples for the second run's {second_run} s"
     );
 }
+
+/// One grow-then-cold program under a paddr pageout scheme without quota, 8 s into its run,
+/// its data compressing `ratio` times in zram (`None`: the device's 3.0).
+fn pageout_with_ratio(ratio: Option<f64>) -> tiermem_sim::engine::SimResult {
+    let ratio = ratio.map_or(String::new(), |r| format!("compression_ratio = {r}"));
+    let text = format!(
+        r#"seed = 5
+duration = "8s"
+[machine]
+name = "vm"
+[[machine.nodes]]
+id = 0
+cpus = 4
+capacity = "1GiB"
+kind = "dram"
+read_latency = "85ns"
+read_bandwidth = "50GB/s"
+write_bandwidth = "42GB/s"
+[kernel.zram]
+capacity = "256MiB"
+[[kernel.damon.contexts]]
+ops = "paddr"
+[[kernel.damon.contexts.schemes]]
+action = "pageout"
+access_pattern = {{ min_nr_accesses = 0, max_nr_accesses = 0, min_age = 5 }}
+[[workloads]]
+type = "parsec"
+shape = "grow_then_cold"
+rss = "32MiB"
+cold_frac = 0.9
+runtime = "30s"
+hot_window = "500ms"
+cpu_per_access = "400ns"
+{ratio}
+"#
+    );
+    sim(&text).run(&mut |_| {}).unwrap()
+}
+
+/// A program's `compression_ratio` sets what its paged-out pages take in zram's pool (and
+/// so what a pageout saves), in place of the device's ratio; the pages paged out stay the
+/// same, since the random stream does not depend on it.
+#[test]
+fn a_programs_compression_ratio_sets_its_zram_pool_use() {
+    let default = pageout_with_ratio(None).summary.swap;
+    let same = pageout_with_ratio(Some(3.0)).summary.swap;
+    let poor = pageout_with_ratio(Some(1.0)).summary.swap;
+    let zeros = pageout_with_ratio(Some(1000.0)).summary.swap;
+    assert!(default.zram_stored_bytes > 4 << 20, "{default:?}");
+    for s in [&same, &poor, &zeros] {
+        assert_eq!(s.zram_stored_bytes, default.zram_stored_bytes);
+    }
+    // Each page takes ceil(4096 / ratio) bytes of the pool.
+    let pages = default.zram_stored_bytes / PAGE_SIZE;
+    assert_eq!(same.zram_pool_bytes, default.zram_pool_bytes);
+    assert_eq!(default.zram_pool_bytes, pages * PAGE_SIZE.div_ceil(3));
+    assert_eq!(poor.zram_pool_bytes, pages * PAGE_SIZE);
+    assert_eq!(zeros.zram_pool_bytes, pages * 5);
+}

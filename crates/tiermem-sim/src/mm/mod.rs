@@ -83,6 +83,9 @@ pub struct Process {
     pub il: IlCursor,
     /// Major faults (`maj_flt`, /proc/PID/stat): swap-ins from zram or the swap device.
     pub maj_flt: u64,
+    /// How well this process's anonymous data compresses in zram (its workload's
+    /// `compression_ratio`); `None`: the device's `kernel.zram.compression_ratio`.
+    pub zram_ratio: Option<f64>,
 }
 
 impl Process {
@@ -423,9 +426,15 @@ impl Kernel {
             rss: 0,
             il: IlCursor::default(),
             maj_flt: 0,
+            zram_ratio: None,
         });
         self.ksm_add_process(id as u16);
         Ok(id as u16)
+    }
+
+    /// How well process `p`'s anonymous data compresses in zram (`None`: the device's ratio).
+    pub fn set_zram_ratio(&mut self, p: u16, ratio: Option<f64>) {
+        self.procs[p as usize].zram_ratio = ratio;
     }
 
     /// The OOM killer's kill: count it, then tear the process down.

@@ -4,13 +4,15 @@
 
 use super::*;
 
-/// A swap area: slot allocator plus per-slot node (zram: the node its pool bytes are on).
+/// A swap area: slot allocator plus per-slot node (zram: the node its pool bytes are on)
+/// and, for zram, the bytes the slot's compressed page takes in the pool.
 pub(super) struct SwapArea {
     capacity: u64,
     used: u64,
     next: u32,
     free_slots: Vec<u32>,
     slot_node: Vec<u8>,
+    slot_bytes: Vec<u16>,
 }
 
 impl SwapArea {
@@ -21,28 +23,36 @@ impl SwapArea {
             next: 0,
             free_slots: Vec::new(),
             slot_node: Vec::new(),
+            slot_bytes: Vec::new(),
         }
     }
     pub(super) fn has_room(&self) -> bool {
         self.used < self.capacity
     }
-    pub(super) fn alloc(&mut self, node: usize) -> u32 {
+    /// A slot for a page whose stored copy takes `bytes` (0 on a swap device).
+    pub(super) fn alloc(&mut self, node: usize, bytes: u16) -> u32 {
         self.used += 1;
         let s = match self.free_slots.pop() {
             Some(s) => s,
             None => {
                 self.next += 1;
                 self.slot_node.push(0);
+                self.slot_bytes.push(0);
                 self.next - 1
             }
         };
         self.slot_node[s as usize] = node as u8;
+        self.slot_bytes[s as usize] = bytes;
         s
     }
-    pub(super) fn free(&mut self, slot: u32) -> usize {
+    /// Free a slot: the node and bytes it had.
+    pub(super) fn free(&mut self, slot: u32) -> (usize, u16) {
         self.used -= 1;
         self.free_slots.push(slot);
-        self.slot_node[slot as usize] as usize
+        (
+            self.slot_node[slot as usize] as usize,
+            self.slot_bytes[slot as usize],
+        )
     }
 }
 
@@ -62,14 +72,18 @@ impl Kernel {
             // zs_malloc allocates on the reclaiming CPU's node: kswapd of a CPU-less node runs
             // on the nearest CPU node, so its compressed pages land there.
             let pool_node = self.topo.nearest_cpu_node(NodeId(n as u8)).idx();
-            let slot = area.alloc(pool_node);
+            // The owner's data's ratio where its workload gives one, else the device's.
+            let ratio = self.procs[f.owner as usize]
+                .zram_ratio
+                .unwrap_or(z.compression_ratio);
+            let compressed = (PAGE_SIZE as f64 / ratio).ceil() as u16;
+            let slot = area.alloc(pool_node, compressed);
             cost += z.compress_cost;
-            let compressed = (PAGE_SIZE as f64 / z.compression_ratio).ceil() as u64;
             new_pte = PTE_ZRAM | slot as u64;
             self.zram_pool_add(pool_node, compressed as i64);
             self.kernel_traffic[n].0 += PAGE_SIZE;
         } else if let Some((s, area)) = self.swap.as_mut().filter(|(_, a)| a.has_room()) {
-            let slot = area.alloc(n);
+            let slot = area.alloc(n, 0);
             cost += SimDuration::from_secs_f64(PAGE_SIZE as f64 / s.write_bandwidth.bytes_per_s());
             new_pte = PTE_SWAP | slot as u64;
             self.kernel_traffic[n].0 += PAGE_SIZE;
@@ -99,11 +113,10 @@ impl Kernel {
     }
 
     pub(super) fn zram_free_slot(&mut self, slot: u32) {
-        let Some((z, area)) = self.zram.as_mut() else {
+        let Some((_, area)) = self.zram.as_mut() else {
             return;
         };
-        let compressed = (PAGE_SIZE as f64 / z.compression_ratio).ceil() as u64;
-        let n = area.free(slot);
+        let (n, compressed) = area.free(slot);
         self.zram_pool_add(n, -(compressed as i64));
     }
 

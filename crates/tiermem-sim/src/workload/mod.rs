@@ -741,7 +741,7 @@ pub fn build(
                 // The archive, its extracted copy and the output.
                 let file_pages = 2 * p.input.pages_ceil().0 + p.output.pages_ceil().0;
                 kernel.reserve_file_pages(&name, file_pages)?;
-                threads.push(damon_workload_thread(
+                let thread = damon_workload_thread(
                     kernel,
                     wi,
                     name,
@@ -749,7 +749,9 @@ pub fn build(
                     (p.rss.pages_ceil().0 as u32, p.harness.pages_ceil().0 as u32),
                     (p.cpu_per_access, p.start, None),
                     Generator::Parsec(crate::workload::damon_workloads::ParsecGen::new(p)),
-                )?);
+                )?;
+                kernel.set_zram_ratio(thread.proc, p.compression_ratio);
+                threads.push(thread);
             }
             WorkloadConfig::Hotregions(h) => {
                 let name = h.name.clone().unwrap_or_else(|| format!("hotregions{wi}"));
