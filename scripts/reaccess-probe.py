@@ -206,6 +206,8 @@ def probe(args):
     if not any("zram" in d for d in swaps):
         print(f"reaccess-probe: warning: swap is {', '.join(swaps)}, not zram: every swap-in "
               "goes to a device and slows the program far more", file=sys.stderr)
+    with_zram = "/dev/zram0" in swaps and zram_stat() is not None
+    counters_at_start = swap_counters()
     t0 = time.monotonic()
     log = open(os.path.join(args.out, "program.log"), "w")
     proc = subprocess.Popen(args.command, stdout=log, stderr=subprocess.STDOUT)
@@ -215,8 +217,6 @@ def probe(args):
         fail(f"pidfd_open: {os.strerror(ctypes.get_errno())}")
     pm = os.open(f"/proc/{proc.pid}/pagemap", os.O_RDONLY)
     rows, starts, lens, offsets = [], [], [], [0]
-    with_zram = "/dev/zram0" in swaps and zram_stat() is not None
-    counters_at_start = swap_counters()
     next_tick = t0 + args.interval
     try:
         while proc.poll() is None:
