@@ -65,6 +65,9 @@ pub struct Vma {
     /// VMA policy (`mbind`); `None` falls back to the task policy.
     pub policy: Option<MemPolicy>,
     pub name: String,
+    /// How well the data in this mapping compresses in zram (a PARSEC workload's
+    /// `compression_ratio`, for its data); `None`: the device's `kernel.zram.compression_ratio`.
+    pub zram_ratio: Option<f64>,
 }
 
 /// A simulated process: an address space and a task memory policy.
@@ -83,9 +86,6 @@ pub struct Process {
     pub il: IlCursor,
     /// Major faults (`maj_flt`, /proc/PID/stat): swap-ins from zram or the swap device.
     pub maj_flt: u64,
-    /// How well this process's anonymous data compresses in zram (its workload's
-    /// `compression_ratio`); `None`: the device's `kernel.zram.compression_ratio`.
-    pub zram_ratio: Option<f64>,
 }
 
 impl Process {
@@ -411,6 +411,7 @@ impl Kernel {
                 pte_base: total,
                 policy: pol,
                 name: vname,
+                zram_ratio: None,
             });
             total += pages;
             // A 1 GiB-aligned gap after each VMA.
@@ -426,15 +427,15 @@ impl Kernel {
             rss: 0,
             il: IlCursor::default(),
             maj_flt: 0,
-            zram_ratio: None,
         });
         self.ksm_add_process(id as u16);
         Ok(id as u16)
     }
 
-    /// How well process `p`'s anonymous data compresses in zram (`None`: the device's ratio).
-    pub fn set_zram_ratio(&mut self, p: u16, ratio: Option<f64>) {
-        self.procs[p as usize].zram_ratio = ratio;
+    /// How well the data of process `p`'s VMA `vma` compresses in zram (`None`: the
+    /// device's ratio).
+    pub fn set_zram_ratio(&mut self, p: u16, vma: usize, ratio: Option<f64>) {
+        self.procs[p as usize].vmas[vma].zram_ratio = ratio;
     }
 
     /// The OOM killer's kill: count it, then tear the process down.

@@ -72,9 +72,10 @@ impl Kernel {
             // zs_malloc allocates on the reclaiming CPU's node: kswapd of a CPU-less node runs
             // on the nearest CPU node, so its compressed pages land there.
             let pool_node = self.topo.nearest_cpu_node(NodeId(n as u8)).idx();
-            // The owner's data's ratio where its workload gives one, else the device's.
+            // The ratio of the mapping's data where its workload gives one, else the device's.
             let ratio = self.procs[f.owner as usize]
-                .zram_ratio
+                .vma_of(f.vpn)
+                .and_then(|v| v.zram_ratio)
                 .unwrap_or(z.compression_ratio);
             let compressed = (PAGE_SIZE as f64 / ratio).ceil() as u16;
             let slot = area.alloc(pool_node, compressed);

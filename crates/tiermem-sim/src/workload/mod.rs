@@ -750,7 +750,8 @@ pub fn build(
                     (p.cpu_per_access, p.start, None),
                     Generator::Parsec(crate::workload::damon_workloads::ParsecGen::new(p)),
                 )?;
-                kernel.set_zram_ratio(thread.proc, p.compression_ratio);
+                // The program's data (not the harness's memory) compresses as measured for it.
+                kernel.set_zram_ratio(thread.proc, 0, p.compression_ratio);
                 threads.push(thread);
             }
             WorkloadConfig::Hotregions(h) => {
