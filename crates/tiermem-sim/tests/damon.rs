@@ -199,6 +199,21 @@ fn bad_damon_config_is_rejected_with_its_key() {
     }
 }
 
+/// A one-node 1 GiB machine with a 256 MiB zram swap (TOML tables).
+const VM_WITH_ZRAM: &str = r#"[machine]
+name = "vm"
+[[machine.nodes]]
+id = 0
+cpus = 4
+capacity = "1GiB"
+kind = "dram"
+read_latency = "85ns"
+read_bandwidth = "50GB/s"
+write_bandwidth = "42GB/s"
+[kernel.zram]
+capacity = "256MiB"
+"#;
+
 /// Two programs one after another, 4 s apart, under a paddr pageout scheme with a 50 ms/s
 /// time quota; `per_workload_run` as given.
 fn two_runs(per_run: bool) -> tiermem_sim::engine::SimResult {
@@ -212,19 +227,7 @@ fn two_runs_under(context: &str) -> tiermem_sim::engine::SimResult {
     let text = format!(
         r#"seed = 5
 duration = "14s"
-[machine]
-name = "vm"
-[[machine.nodes]]
-id = 0
-cpus = 4
-capacity = "1GiB"
-kind = "dram"
-read_latency = "85ns"
-read_bandwidth = "50GB/s"
-write_bandwidth = "42GB/s"
-[kernel.zram]
-capacity = "256MiB"
-[[kernel.damon.contexts]]
+{VM_WITH_ZRAM}[[kernel.damon.contexts]]
 {context}
 [[kernel.damon.contexts.schemes]]
 action = "pageout"
@@ -307,19 +310,7 @@ fn pageout_with_ratio(ratio: Option<f64>) -> tiermem_sim::engine::SimResult {
     let text = format!(
         r#"seed = 5
 duration = "12s"
-[machine]
-name = "vm"
-[[machine.nodes]]
-id = 0
-cpus = 4
-capacity = "1GiB"
-kind = "dram"
-read_latency = "85ns"
-read_bandwidth = "50GB/s"
-write_bandwidth = "42GB/s"
-[kernel.zram]
-capacity = "256MiB"
-[[kernel.damon.contexts]]
+{VM_WITH_ZRAM}[[kernel.damon.contexts]]
 ops = "paddr"
 [[kernel.damon.contexts.schemes]]
 action = "pageout"
