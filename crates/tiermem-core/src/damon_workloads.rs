@@ -117,7 +117,8 @@ pub struct ParsecConfig {
     /// How well the program's anonymous data compresses when it is paged out to zram: the
     /// bytes paged out over their compressed size (zero-filled pages take nothing; zram's
     /// allocator adds about 3 % at hundreds of MiB, not modelled). It sets how much memory
-    /// a pageout of the program's data frees; its `harness` memory keeps the device's ratio. Measured for a program with `scripts/reaccess-probe.py`'s zram columns
+    /// a pageout of the program's data frees; its `harness` memory keeps the device's
+    /// ratio. Measured for a program with `scripts/reaccess-probe.py`'s zram columns
     /// (`scripts/reaccess-stats.py` prints it). Default: the device's
     /// `kernel.zram.compression_ratio`.
     #[serde(default)]
