@@ -98,6 +98,26 @@ __all__ = [
 # The config builders (Config, Kernel, Machine, Pmbench, ...): their module's names.
 __all__ += _builders.__all__
 
+#: Submodules loaded on first use (`tiermem.plots.plot_sweep(...)` after `import tiermem`):
+#: matplotlib and the sweep engines load only when asked for, and
+#: `python -m tiermem.sweeps` finds its module not yet imported.
+_LAZY_SUBMODULES = ("plots", "sweeps")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
+
+
 ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any], Config]
 #: ``set``-path overrides: ``{"kernel.numa.hot_threshold_ms": 500, ...}`` or pairs.
 Overrides = Union[Mapping[str, Any], Sequence["tuple[str, Any]"], None]

@@ -26,6 +26,26 @@ pub struct RunOptions {
     pub state_file: Option<PathBuf>,
     /// Stop after this many ticks (tests); `None` runs until a signal.
     pub max_ticks: Option<u64>,
+    /// Where to report the run's progress ([`Event`]), if anywhere.
+    pub events: Option<std::sync::mpsc::Sender<Event>>,
+}
+
+/// What a run reports as it goes (`tiermem agent --simulate` prints them). An observer:
+/// nothing the agent decides depends on whether anyone listens.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// The metrics endpoint listens here.
+    Listening(std::net::SocketAddr),
+    /// The plan is applied and the kdamonds are started.
+    Applied,
+    /// Tick `n` ended; `metrics` is the text the endpoint serves now.
+    Tick { n: u64, metrics: String },
+}
+
+fn report(opts: &RunOptions, e: Event) {
+    if let Some(tx) = &opts.events {
+        let _ = tx.send(e);
+    }
 }
 
 /// The kdamond layout for the current targets: own kdamond, process reclaim, then one per
@@ -146,6 +166,7 @@ pub fn run(cfg: &AgentConfig, fs: &HostFs, opts: &RunOptions) -> Result<(), Erro
     if let Some(m) = &cfg.metrics {
         let addr = metrics::serve(&m.listen, snap.clone())?;
         tracing::info!(%addr, "metrics endpoint listening");
+        report(opts, Event::Listening(addr));
     }
     crate::signals::install();
     let state_path = opts
@@ -204,6 +225,7 @@ fn apply_and_loop(
         }
         tracing::info!(kdamonds = specs.len(), "kdamonds started");
     }
+    report(opts, Event::Applied);
     let t0 = Instant::now();
     let mut controller = controller_params(cfg, plan).map(|p| Controller::new(p, 0));
     let mut ops = HostMemoryOps::new(fs.clone());
@@ -294,6 +316,15 @@ fn apply_and_loop(
                     ticks,
                 },
             );
+            if opts.events.is_some() {
+                report(
+                    opts,
+                    Event::Tick {
+                        n: ticks,
+                        metrics: text.clone(),
+                    },
+                );
+            }
             snap.set(text);
         }
         if let Some(c) = &controller {

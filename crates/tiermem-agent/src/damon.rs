@@ -659,57 +659,8 @@ impl DamonSysfs {
 /// one goal, one filter): what [`DamonSysfs::check_support`] finds on that kernel.
 #[cfg(test)]
 pub(crate) fn fake_kdamond_6_12(t: &crate::fs::fake::FakeTree) {
-    let k = format!("{KDAMONDS}/0");
-    let c = format!("{k}/contexts/0");
-    let s = format!("{c}/schemes/0");
-    let mut files = vec![
-        format!("{KDAMONDS}/nr_kdamonds"),
-        format!("{k}/state"),
-        format!("{k}/pid"),
-        format!("{k}/contexts/nr_contexts"),
-        format!("{c}/operations"),
-        format!("{c}/targets/nr_targets"),
-        format!("{c}/schemes/nr_schemes"),
-    ];
-    for f in ["sample_us", "aggr_us", "update_us"] {
-        files.push(format!("{c}/monitoring_attrs/intervals/{f}"));
-    }
-    for f in ["min", "max"] {
-        files.push(format!("{c}/monitoring_attrs/nr_regions/{f}"));
-        for r in ["sz", "nr_accesses", "age"] {
-            files.push(format!("{s}/access_pattern/{r}/{f}"));
-        }
-    }
-    for f in [
-        "action",
-        "target_nid",
-        "apply_interval_us",
-        "quotas/ms",
-        "quotas/bytes",
-        "quotas/reset_interval_ms",
-        "quotas/effective_bytes",
-        "quotas/weights/sz_permil",
-        "quotas/weights/nr_accesses_permil",
-        "quotas/weights/age_permil",
-        "quotas/goals/nr_goals",
-        "quotas/goals/0/target_metric",
-        "quotas/goals/0/target_value",
-        "quotas/goals/0/current_value",
-        "watermarks/metric",
-        "watermarks/interval_us",
-        "watermarks/high",
-        "watermarks/mid",
-        "watermarks/low",
-        "filters/nr_filters",
-        "filters/0/type",
-        "filters/0/matching",
-        "filters/0/memcg_path",
-        "filters/0/addr_start",
-        "filters/0/addr_end",
-        "filters/0/damon_target_idx",
-    ] {
-        files.push(format!("{s}/{f}"));
-    }
+    let mut files = vec![format!("{KDAMONDS}/nr_kdamonds")];
+    files.extend(crate::simulated_host::kdamond_files_6_12(0, 0, 0, 1));
     for f in files {
         if !t.fs().exists(&f) {
             t.set(&f, "0\n");

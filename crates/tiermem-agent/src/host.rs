@@ -602,68 +602,17 @@ pub fn render_table(h: &HostTopology) -> String {
     o
 }
 
-/// A fake two-node (DRAM + CPU-less CXL with HMAT) tree, shared by the crate's tests.
+/// A fake two-node (DRAM + CPU-less CXL with HMAT) tree, shared by the crate's tests: the
+/// simulated host's machine ([`crate::simulated_host::two_node_files`]).
 #[cfg(test)]
 pub fn fake_two_node() -> crate::fs::fake::FakeTree {
-    use crate::fs::fake::FakeTree;
-    let t = FakeTree::new()
-        .file("/proc/sys/kernel/osrelease", "6.12.117+deb12-amd64\n")
-        .file(&format!("{NODE_DIR}/online"), "0-1\n")
-        .file(&format!("{NODE_DIR}/possible"), "0-1\n")
-        .file(&format!("{NODE_DIR}/has_memory"), "0-1\n")
-        .file(&format!("{NODE_DIR}/has_cpu"), "0\n")
-        .file(&format!("{NODE_DIR}/node0/cpulist"), "0-1\n")
-        .file(&format!("{NODE_DIR}/node1/cpulist"), "\n")
-        .file(
-            &format!("{NODE_DIR}/node0/meminfo"),
-            "Node 0 MemTotal:        1048576 kB\nNode 0 MemFree:          524288 kB\n",
-        )
-        .file(
-            &format!("{NODE_DIR}/node1/meminfo"),
-            "Node 1 MemTotal:        1048576 kB\nNode 1 MemFree:         1000000 kB\n",
-        )
-        .file(&format!("{NODE_DIR}/node0/distance"), "10 20\n")
-        .file(&format!("{NODE_DIR}/node1/distance"), "20 10\n")
-        .file(&format!("{TIER_DIR}/memory_tier4/nodelist"), "0\n")
-        .file(&format!("{TIER_DIR}/memory_tier22/nodelist"), "1\n")
-        .file(NUMA_BALANCING, "0\n")
-        .file(PROMOTE_RATE_LIMIT, "65536\n")
-        .file(DEMOTION_ENABLED, "false\n")
-        .file(WATERMARK_SCALE_FACTOR, "10\n")
-        .file(&format!("{DEBUGFS_NB}/hot_threshold_ms"), "1000\n")
-        .file(&format!("{DEBUGFS_NB}/scan_delay_ms"), "1000\n")
-        .file(&format!("{DEBUGFS_NB}/scan_period_min_ms"), "1000\n")
-        .file(&format!("{DEBUGFS_NB}/scan_period_max_ms"), "60000\n")
-        .file(&format!("{DEBUGFS_NB}/scan_size_mb"), "256\n")
-        .file(&format!("{WI_DIR}/node0"), "1\n")
-        .file(&format!("{WI_DIR}/node1"), "1\n")
-        .file(&format!("{KSM_DIR}/run"), "0\n")
-        .file(&format!("{KSM_DIR}/merge_across_nodes"), "1\n")
-        .file(&format!("{KSM_DIR}/pages_to_scan"), "100\n")
-        .file(&format!("{KSM_DIR}/sleep_millisecs"), "20\n")
-        .file(&format!("{KSM_DIR}/pages_shared"), "0\n")
-        .file(&format!("{KSM_DIR}/pages_sharing"), "0\n")
-        .file(&format!("{DAMON_ADMIN}/kdamonds/nr_kdamonds"), "0\n")
-        .file("/sys/module/damon_reclaim/parameters/enabled", "N\n")
-        .file("/sys/module/damon_reclaim/parameters/min_age", "120000000\n")
-        .file("/sys/module/damon_reclaim/parameters/quota_sz", "134217728\n")
-        .file("/sys/module/damon_lru_sort/parameters/enabled", "N\n")
-        .file("/proc/vmstat", "pgpromote_success 0\npgdemote_kswapd 0\nnuma_pages_migrated 0\n")
-        .file(
-            "/proc/zoneinfo",
-            "Node 0, zone   Normal\n  pages free     131072\n        min      1000\n        low      1250\n        high     1500\n        promo    1750\n",
-        )
-        .file("/proc/self/status", "Name:\ttiermem\nCapEff:\t000001ffffffffff\n");
-    for (node, rb, wb, rl, wl) in [(0, 20000, 20000, 80, 80), (1, 5000, 5000, 240, 240)] {
-        for class in [0, 1] {
-            let d = format!("{NODE_DIR}/node{node}/access{class}/initiators");
-            t.set(&format!("{d}/read_bandwidth"), &format!("{rb}\n"));
-            t.set(&format!("{d}/write_bandwidth"), &format!("{wb}\n"));
-            t.set(&format!("{d}/read_latency"), &format!("{rl}\n"));
-            t.set(&format!("{d}/write_latency"), &format!("{wl}\n"));
-            std::fs::create_dir_all(t.dir.path().join(format!("{}/node0", &d[1..]))).unwrap();
-        }
-    }
+    let t = crate::fs::fake::FakeTree::new();
+    crate::simulated_host::write_tree(
+        t.dir.path(),
+        &crate::simulated_host::two_node_files(),
+        &crate::simulated_host::two_node_dirs(),
+    )
+    .unwrap();
     t
 }
 

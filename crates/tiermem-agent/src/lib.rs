@@ -17,7 +17,9 @@
 //! * [`damon`]: the DAMON sysfs driver (own kdamond, schemes, tried regions);
 //! * [`controller`]: the user-space promotion/demotion controller (pure decisions) and
 //!   [`sys`]: the syscalls it and `tiermem exec` use;
-//! * [`agent`]: the run loop, signals, metrics endpoint.
+//! * [`agent`]: the run loop, signals, metrics endpoint;
+//! * [`simulated_host`]: a Linux 6.12 host's `/proc` and `/sys` as files, with a thread
+//!   doing what the kernel does to them (`tiermem agent --simulate`).
 //!
 //! ```
 //! // `weighted_interleave.source = "hmat"`: DRAM 200 GB/s, CXL 64 GB/s (access1, MB/s)
@@ -43,6 +45,7 @@ pub mod plan;
 pub mod policy_file;
 pub mod signals;
 pub mod sim_config;
+pub mod simulated_host;
 pub mod state;
 pub mod sys;
 pub mod weights;
@@ -90,6 +93,13 @@ pub enum Error {
     State { path: PathBuf, message: String },
     #[error("{0}")]
     Other(String),
+    /// Several problems of one config, found in one pass (the plan checks every section).
+    #[error("{} problems:{}", .0.len(), list_problems(.0))]
+    Problems(Vec<Error>),
+}
+
+fn list_problems(v: &[Error]) -> String {
+    v.iter().map(|e| format!("\n  - {e}")).collect()
 }
 
 fn perm_hint(e: &std::io::Error) -> &'static str {
@@ -110,11 +120,16 @@ impl Error {
     }
 
     /// Whether this is bad input (config or arguments): exit code 2.
+    /// Bad input (exit code 2): a config the agent refuses whatever the host; of several
+    /// problems, when any one is.
     pub fn is_input_error(&self) -> bool {
-        matches!(
-            self,
-            Error::Config(_) | Error::NotAllowed { .. } | Error::InUse { .. }
-        )
+        match self {
+            Error::Problems(v) => v.iter().any(Error::is_input_error),
+            e => matches!(
+                e,
+                Error::Config(_) | Error::NotAllowed { .. } | Error::InUse { .. }
+            ),
+        }
     }
 }
 

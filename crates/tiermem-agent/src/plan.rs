@@ -67,14 +67,27 @@ fn cfg_err(key: &str, msg: impl Into<String>) -> Error {
 struct Builder<'a> {
     fs: &'a HostFs,
     plan: Plan,
+    /// Every problem found so far: a missing file or capability of one setting does not
+    /// stop the check of the others, so a dry run lists them all at once.
+    problems: Vec<Error>,
 }
 
 impl Builder<'_> {
+    /// Keep a section's (or check's) error and go on with the next one.
+    fn keep(&mut self, r: Result<(), Error>) {
+        if let Err(e) = r {
+            self.problems.push(e);
+        }
+    }
+
     /// Add a write after checking the file exists and is writable; a no-op write (same value)
-    /// is dropped so an unchanged setting is neither recorded nor restored.
+    /// is dropped so an unchanged setting is neither recorded nor restored. A missing file
+    /// or capability is kept as a problem and the section goes on; only a failed read
+    /// returns an error.
     fn write(&mut self, path: &str, value: String, feat: &str, hint: &str) -> Result<(), Error> {
         let Some(cur) = self.fs.read_opt(path)? else {
-            return Err(feature(feat, path, hint));
+            self.problems.push(feature(feat, path, hint));
+            return Ok(());
         };
         if !self.fs.writable(path) {
             let cap = if path.starts_with("/proc/sys/kernel/numa_balancing") {
@@ -84,10 +97,11 @@ impl Builder<'_> {
             } else {
                 "root (write access to sysfs/procfs: CAP_DAC_OVERRIDE)"
             };
-            return Err(Error::Capability {
+            self.problems.push(Error::Capability {
                 what: format!("writing {path}"),
                 capability: cap.into(),
             });
+            return Ok(());
         }
         if cur.trim() != value.trim() {
             self.plan.actions.push(Action::Write {
@@ -102,33 +116,47 @@ impl Builder<'_> {
 /// Validate `cfg` against the host and list the writes. Runs the bandwidth probe when the
 /// config asks for probed weights (it reads only; nothing is written). The DAMON sysfs file
 /// probe, which writes, is separate: [`check_damon_support`].
+///
+/// Every section is checked even when an earlier one failed: the error lists every problem
+/// found ([`Error::Problems`] when there are several), so one dry run shows them all.
 pub fn build_plan(cfg: &AgentConfig, fs: &HostFs, h: &HostTopology) -> Result<Plan, Error> {
     let mut b = Builder {
         fs,
         plan: Plan::default(),
+        problems: Vec::new(),
     };
     if let Some(nb) = &cfg.numa_balancing {
-        numa_balancing(&mut b, nb)?;
+        let r = numa_balancing(&mut b, nb);
+        b.keep(r);
     }
     if let Some(wi) = &cfg.weighted_interleave {
-        weighted_interleave(&mut b, wi, h)?;
+        let r = weighted_interleave(&mut b, wi, h);
+        b.keep(r);
     }
     if let Some(k) = &cfg.ksm {
-        ksm(&mut b, k)?;
+        let r = ksm(&mut b, k);
+        b.keep(r);
     }
-    damon_modules(&mut b, cfg)?;
-    own_kdamonds(&mut b, cfg)?;
-    check_targets(fs, cfg)?;
+    let r = damon_modules(&mut b, cfg);
+    b.keep(r);
+    let r = own_kdamonds(&mut b, cfg);
+    b.keep(r);
+    b.keep(check_targets(fs, cfg));
     if let Some(t) = &cfg.tiering {
-        tiering(&mut b, cfg, t, h)?;
+        let r = tiering(&mut b, cfg, t, h);
+        b.keep(r);
     }
     if let Some(r) = &cfg.reclaim {
-        reclaim_cgroups(fs, r)?;
+        b.keep(reclaim_cgroups(fs, r));
     }
     if let Some(d) = &cfg.damon {
-        damon_nodes(d, h)?;
+        b.keep(damon_nodes(d, h));
     }
-    Ok(b.plan)
+    match b.problems.len() {
+        0 => Ok(b.plan),
+        1 => Err(b.problems.remove(0)),
+        _ => Err(Error::Problems(b.problems)),
+    }
 }
 
 /// `[weighted_interleave]`: the weights from the config, HMAT or a bandwidth probe, and the

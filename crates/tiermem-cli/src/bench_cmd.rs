@@ -11,8 +11,8 @@ pub struct BenchArgs {
     /// Simulated memory footprint of the single pmbench process.
     #[arg(long, default_value = "16GiB")]
     pub size: String,
-    /// Simulated seconds to run.
-    #[arg(long, default_value_t = 30.0)]
+    /// Simulated time to run (`30s`, or seconds).
+    #[arg(long, default_value = "30", allow_hyphen_values = true, value_parser = crate::parse_seconds)]
     pub duration: f64,
     /// Run with NUMA-balancing memory tiering on (numa_balancing = 2, demotion enabled).
     #[arg(long)]
@@ -58,7 +58,7 @@ pub fn run(a: BenchArgs) -> Result<(), Failure> {
 
 /// The seed-001 job at the paper's sizes: experiments/seed-001-base.toml without its 1/32
 /// scaling (its `[kernel.numa]` periods and `model_scale`, its `[sim]` tick, processes of
-/// 432 MiB × 32) on the experiment's 16 GiB of DRAM per socket: how many simulated seconds
+/// 432 MiB × 32) on the experiment's 16 GiB of DRAM and 512 GiB of Optane per socket: how many simulated seconds
 /// a wall second buys, and what one simulated hour and lkp's 900 s run would take (issue
 /// 19's yardstick for full size).
 #[allow(clippy::expect_used, reason = "the built-in base file is valid")]
@@ -90,6 +90,15 @@ fn bench_seed_001(duration: f64, engine: Engine) -> Result<(), Failure> {
         (
             "machine.nodes[1].capacity",
             toml::Value::String("16GiB".into()),
+        ),
+        // The published 512 GiB of Optane per socket (the base file's are at 1/32 scale).
+        (
+            "machine.nodes[2].capacity",
+            toml::Value::String("512GiB".into()),
+        ),
+        (
+            "machine.nodes[3].capacity",
+            toml::Value::String("512GiB".into()),
         ),
     ] {
         tiermem_core::config::set_path(&mut value, path, v).map_err(input)?;

@@ -51,8 +51,8 @@ pub struct SweepArgs {
     /// Override every point's seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Override every point's simulated duration, in seconds.
-    #[arg(long)]
+    /// Override every point's simulated duration (`2s`, `500ms`, or seconds).
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::parse_seconds)]
     pub duration: Option<f64>,
     /// Do not render the sweep file's plots.
     #[arg(long)]

@@ -62,8 +62,9 @@ pub struct DamonRecordArgs {
     /// Monitor physical memory instead (DAMON paddr, the biggest System RAM range).
     #[arg(long)]
     paddr: bool,
-    /// How long, in seconds (the recording also ends when the process exits, or on SIGINT).
-    #[arg(long, default_value_t = 10.0)]
+    /// How long (`10s`, `2min`, or seconds; the recording also ends when the process
+    /// exits, or on SIGINT).
+    #[arg(long, default_value = "10", allow_hyphen_values = true, value_parser = crate::parse_seconds)]
     duration: f64,
     /// Output directory (damon.json, record.json; trace.tmt with --trace).
     #[arg(long, default_value = "damon-record")]
@@ -364,7 +365,22 @@ pub struct AgentArgs {
     /// State file (default: the config's `state_file`, else /run/tiermem/agent.state).
     #[arg(long)]
     state_file: Option<PathBuf>,
-    #[arg(long, default_value = "/", hide = true)]
+    /// Run on a simulated host instead of this one: a Linux 6.12 machine with DRAM and CXL
+    /// as a tree of files (no root needed, nothing outside it touched). Prints the plan, what
+    /// the agent changed, the metrics it serves, and checks that everything reads as
+    /// before once it stops. Without --config, the built-in configs/agent/example.toml.
+    #[arg(long, conflicts_with_all = ["dry_run", "restore", "root", "state_file"])]
+    simulate: bool,
+    /// With --simulate: write the simulated host into this (empty) directory and keep it
+    /// (default: a temporary directory, removed at the end).
+    #[arg(long, requires = "simulate", value_name = "DIR")]
+    simulate_dir: Option<PathBuf>,
+    /// Stop after this many ticks (each `interval` long) and restore, as on SIGTERM.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    ticks: Option<u64>,
+    /// Read and write /proc and /sys under this directory instead of / (a copied or
+    /// simulated tree, e.g. one kept by --simulate-dir; tests).
+    #[arg(long, default_value = "/")]
     root: PathBuf,
 }
 
@@ -453,6 +469,13 @@ pub fn cmd_migrate(a: MigrateArgs) -> Result<(), Error> {
 }
 
 pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
+    if a.simulate {
+        return crate::agent_sim::run(&crate::agent_sim::SimulateOptions {
+            config: a.config.as_deref(),
+            dir: a.simulate_dir,
+            ticks: a.ticks,
+        });
+    }
     let cfg = match &a.config {
         Some(p) => Some(AgentConfig::from_file(p)?),
         None => None,
@@ -477,7 +500,7 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
     let Some(cfg) = cfg else {
         return Err(input(
             "--config",
-            "tiermem agent needs --config FILE (or --restore)".into(),
+            "tiermem agent needs --config FILE (or --restore; --simulate tries it on a simulated host)".into(),
         ));
     };
     tiermem_agent::agent::run(
@@ -486,7 +509,8 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
         &tiermem_agent::agent::RunOptions {
             dry_run: a.dry_run,
             state_file: a.state_file,
-            max_ticks: None,
+            max_ticks: a.ticks,
+            events: None,
         },
     )
 }

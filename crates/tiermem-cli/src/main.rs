@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 use tiermem_sim::engine::{Progress, Simulation};
 
+mod agent_sim;
 mod bench_cmd;
 mod experiment_cmd;
 mod live;
@@ -39,6 +40,25 @@ struct Cli {
     /// is refused before anything is allocated. Default: the host's available memory.
     #[arg(long, global = true, value_parser = parse_max_memory)]
     max_memory: Option<u64>,
+}
+
+/// A `--duration` on the command line: what a config file takes (`"2s"`, `"500ms"`,
+/// `"5min"`) or a bare number of seconds (`2`, `0.5`); zero, a negative or a non-finite
+/// value is refused (exit code 2). Args using it set `allow_hyphen_values` so that `-1`
+/// reaches this check instead of reading as an unknown flag.
+pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let secs = match t.parse::<f64>() {
+        Ok(v) => v,
+        Err(_) if t.starts_with('-') => return Err(format!("{t:?}: a duration must be positive")),
+        Err(_) => tiermem_core::units::parse_duration(t)?.secs_f64(),
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!(
+            "{t:?}: a duration must be positive (seconds, or with a unit: 2s, 500ms, 5min)"
+        ));
+    }
+    Ok(secs)
 }
 
 fn parse_max_memory(s: &str) -> Result<u64, String> {

@@ -46,6 +46,56 @@ fn describe_topology(t: &tiermem_core::topology::Topology) -> String {
     o
 }
 
+/// A preset as a whole config that `tiermem sim` runs as it is: the preset's own comments,
+/// a duration and seed, the machine as a `[machine]` table (`[[nodes]]` become
+/// `[[machine.nodes]]`), what the simulator computes from it (as comments) and one
+/// pmbench workload to replace with yours, sized to a quarter of the first node with CPUs
+/// (at most 1 GiB, so the copy runs in seconds).
+fn as_config(
+    preset: &str,
+    m: &tiermem_core::topology::MachineConfig,
+    topo: &tiermem_core::topology::Topology,
+) -> String {
+    let mut head = String::new();
+    let mut body = String::new();
+    let mut in_body = false;
+    for line in preset.lines() {
+        let t = line.trim_start();
+        if !in_body && !(t.is_empty() || t.starts_with('#')) {
+            in_body = true;
+            body.push_str("[machine]\n");
+        }
+        let out = if in_body { &mut body } else { &mut head };
+        if t == "[[nodes]]" {
+            out.push_str("[[machine.nodes]]\n");
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let cpu_node = m.nodes.iter().find(|n| n.cpus > 0).unwrap_or(&m.nodes[0]);
+    let mib = (cpu_node.capacity.0 >> 20) / 4;
+    let mapsize_mib = mib.clamp(16, 1024);
+    let cpu_ids: Vec<String> = m
+        .nodes
+        .iter()
+        .filter(|n| n.cpus > 0)
+        .map(|n| n.id.to_string())
+        .collect();
+    format!(
+        "{head}# Printed by `tiermem presets`: a whole config, ready for `tiermem sim FILE --out DIR`.\n\
+         # Keys, units and defaults: docs/config.md.\n\
+         duration = \"10s\"\nseed = 1\n\n{body}{}\n\
+         # A workload to start from (replace it with yours: pmbench, stream, mlc, synthetic,\n\
+         # trace, ...; docs/config.md). The kernel's settings are its defaults: add a\n\
+         # [kernel] table to change them (numa_balancing = 2 for memory tiering).\n\
+         [[workloads]]\ntype = \"pmbench\"\nprocesses = 1\nmapsize = \"{mapsize_mib}MiB\"\n\
+         pattern = \"normal_ih\"\nread_ratio = 80\ncpu_nodes = [{}]\n",
+        describe_topology(topo),
+        cpu_ids.join(", "),
+    )
+}
+
 #[allow(
     clippy::expect_used,
     reason = "the names come from the built-in presets"
@@ -75,12 +125,11 @@ pub fn cmd_presets(name: Option<String>) -> Result<(), Failure> {
         }
         Some(n) => match tiermem_core::presets::machine_text(&n) {
             Some(t) => {
-                print!("{t}");
                 let v = tiermem_core::presets::machine_value(&n).expect("preset");
                 let m: tiermem_core::topology::MachineConfig =
                     tiermem_core::config::typed(v, "machine").map_err(|e: ConfigError| input(e))?;
                 let topo = tiermem_core::topology::Topology::new(&m).map_err(input)?;
-                print!("{}", describe_topology(&topo));
+                print!("{}", as_config(t, &m, &topo));
                 Ok(())
             }
             None => Err(input(format!(

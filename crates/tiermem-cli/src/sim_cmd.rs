@@ -17,8 +17,8 @@ pub struct SimArgs {
     /// Override the config's seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Override the simulated duration, in seconds.
-    #[arg(long)]
+    /// Override the simulated duration (`2s`, `500ms`, or seconds).
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::parse_seconds)]
     pub duration: Option<f64>,
 }
 

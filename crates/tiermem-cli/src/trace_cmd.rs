@@ -387,9 +387,36 @@ fn print_info(i: &tiermem_trace::info::Info) {
 
 /// Run `command` under Valgrind Lackey with its log on a pipe (fd 3 of valgrind) and import
 /// the text as it arrives; the program's own stdout and stderr stay the terminal's.
+/// The program `command` names, as `execvp` would find it (a name with a `/` as a path,
+/// else the first match on `PATH`), refused when it does not exist or is not executable:
+/// Valgrind would only say so in its log and exit, leaving an empty trace behind.
+fn resolve_program(prog: &str) -> Result<PathBuf, Failure> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return match std::fs::metadata(&p) {
+            Err(e) => Err(input(format!("cannot record {prog}: {e}"))),
+            Ok(_) if !runnable(&p) => Err(input(format!(
+                "cannot record {prog}: not an executable file"
+            ))),
+            Ok(_) => Ok(p),
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(prog))
+        .find(|p| runnable(p))
+        .ok_or_else(|| input(format!("cannot record {prog}: no such program on PATH")))
+}
+
 fn record(out: &Path, ifetch: bool, valgrind: &str, command: &[String]) -> Result<(), Failure> {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
+    resolve_program(&command[0])?;
     let (reader, writer) = std::io::pipe().map_err(|e| Failure {
         code: 1,
         err: anyhow::anyhow!("cannot create a pipe: {e}"),
@@ -434,6 +461,14 @@ fn record(out: &Path, ifetch: bool, valgrind: &str, command: &[String]) -> Resul
         err: anyhow::anyhow!("waiting for valgrind: {e}"),
     })?;
     let (st, footer) = res?;
+    if st.accesses == 0 {
+        let _ = std::fs::remove_file(out);
+        return Err(input(format!(
+            "{valgrind} recorded no access of {} ({status}); nothing written to {}",
+            command[0],
+            out.display()
+        )));
+    }
     if !status.success() {
         eprintln!("tiermem: warning: the recorded program (under valgrind) exited with {status}");
     }

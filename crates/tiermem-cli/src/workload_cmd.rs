@@ -17,8 +17,8 @@ pub enum WorkloadCmd {
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
-        /// Override the scenario's duration, in seconds.
-        #[arg(long)]
+        /// Override the scenario's duration (`2s`, `500ms`, or seconds).
+        #[arg(long, allow_hyphen_values = true, value_parser = crate::parse_seconds)]
         duration: Option<f64>,
         /// State file recording the knobs' originals (default OUT/knobs.state; after
         /// kill -9: `tiermem agent --restore --state-file FILE`).
