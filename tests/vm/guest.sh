@@ -81,7 +81,7 @@ s1() {
   pass topology
 }
 
-# ---- 2. HMAT-derived weights are written; exec --interleave weighted follows them ------------
+# ---- 2. HMAT-derived weights are written; exec --weighted-interleave all follows them ------------
 s2() {
   cat >/cfg/s2.toml <<EOF
 state_file = "/run/tiermem/s2.state"
@@ -102,7 +102,7 @@ EOF
   if ! wait_for 100 'sysfs_weights; [ "$got" = "$WEIGHTS" ]'; then
     fail weights "sysfs weights '$got', want '$WEIGHTS'"; kill $agent; wait $agent; return
   fi
-  out=$(tiermem exec --interleave weighted -- /bin/wicheck 64)
+  out=$(tiermem exec --weighted-interleave all -- /bin/wicheck 64)
   info "$out (weights $got)"
   kill -TERM $agent
   wait $agent

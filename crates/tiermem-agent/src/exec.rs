@@ -98,6 +98,91 @@ pub fn affinity_for(fs: &HostFs, opts: &ExecOptions) -> Result<Option<Vec<u32>>,
     Ok(Some(set))
 }
 
+/// A numactl node (or CPU) specification against `universe` (the host's memory nodes,
+/// nodes with CPUs, or online CPUs): `all`, a list with ranges (`0,2-3`), or `!` and a list
+/// for every id of the universe but those (numactl's `numa_parse_nodestring`; the `+`
+/// form, relative to the cpuset, is not taken). An id outside the universe is refused,
+/// naming `key`.
+pub fn resolve_spec(key: &str, spec: &str, universe: &[u32]) -> Result<Vec<u32>, Error> {
+    let t = spec.trim();
+    let (invert, list) = match t.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    if list.starts_with('+') {
+        return Err(bad(
+            key,
+            format!(
+                "{spec:?}: ids relative to the cpuset (+) are not taken; give them as they are"
+            ),
+        ));
+    }
+    let ids = if list == "all" {
+        universe.to_vec()
+    } else {
+        crate::fs::parse_list(list).map_err(|m| bad(key, m))?
+    };
+    if let Some(id) = ids.iter().find(|i| !universe.contains(i)) {
+        return Err(bad(
+            key,
+            format!(
+                "{id} is not one of this host's ({})",
+                crate::fs::format_list(universe)
+            ),
+        ));
+    }
+    let mut out: Vec<u32> = if invert {
+        universe
+            .iter()
+            .copied()
+            .filter(|u| !ids.contains(u))
+            .collect()
+    } else {
+        ids
+    };
+    out.sort_unstable();
+    out.dedup();
+    if out.is_empty() {
+        return Err(bad(key, format!("{spec:?} names no node or CPU")));
+    }
+    Ok(out)
+}
+
+/// What `numactl --hardware` prints: the nodes with their CPUs, size and free memory in
+/// MB, and the SLIT distances.
+pub fn hardware(fs: &HostFs) -> Result<String, Error> {
+    use std::fmt::Write;
+    let nodes = host::read_nodes(fs)?;
+    let ids: Vec<u32> = nodes.iter().map(|n| n.id).collect();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "available: {} nodes ({})",
+        nodes.len(),
+        crate::fs::format_list(&ids)
+    );
+    for n in &nodes {
+        let cpus: String = n.cpus.iter().map(|c| format!(" {c}")).collect();
+        let _ = writeln!(o, "node {} cpus:{cpus}", n.id);
+        let _ = writeln!(o, "node {} size: {} MB", n.id, n.mem_total_bytes >> 20);
+        let _ = writeln!(o, "node {} free: {} MB", n.id, n.mem_free_bytes >> 20);
+    }
+    let _ = writeln!(o, "node distances:");
+    let _ = write!(o, "node ");
+    for id in &ids {
+        let _ = write!(o, "{id:>3} ");
+    }
+    o.push('\n');
+    for n in &nodes {
+        let _ = write!(o, "{:>3}: ", n.id);
+        for d in &n.distances {
+            let _ = write!(o, "{d:>3} ");
+        }
+        o.push('\n');
+    }
+    Ok(o)
+}
+
 fn bad(key: &str, msg: impl Into<String>) -> Error {
     Error::Config(tiermem_core::ConfigError::invalid(key, msg))
 }
@@ -271,6 +356,31 @@ mod tests {
         .unwrap();
         assert_eq!(p, Some((2, vec![1])), "nodes without interleave bind");
         assert_eq!(policy_for(&t.fs(), &ExecOptions::default()).unwrap(), None);
+    }
+
+    #[test]
+    fn numactl_node_specifications() {
+        let mem = [0, 1, 2];
+        assert_eq!(resolve_spec("-i", "all", &mem).unwrap(), vec![0, 1, 2]);
+        assert_eq!(resolve_spec("-i", "0,2", &mem).unwrap(), vec![0, 2]);
+        assert_eq!(resolve_spec("-i", "1-2", &mem).unwrap(), vec![1, 2]);
+        assert_eq!(resolve_spec("-m", "!0", &mem).unwrap(), vec![1, 2]);
+        let e = resolve_spec("-m", "3", &mem).unwrap_err().to_string();
+        assert!(e.contains("-m") && e.contains("0-2"), "{e}");
+        assert!(resolve_spec("-m", "!all", &mem).is_err());
+        assert!(resolve_spec("-m", "+1", &mem).is_err());
+        assert!(resolve_spec("-m", "weighted", &mem).is_err());
+    }
+
+    #[test]
+    fn hardware_prints_nodes_and_distances_as_numactl() {
+        let t = host::fake_two_node();
+        let h = hardware(&t.fs()).unwrap();
+        assert!(h.starts_with("available: 2 nodes (0-1)\nnode 0 cpus: 0 1\nnode 0 size: 1024 MB\nnode 0 free: 512 MB\nnode 1 cpus:\n"), "{h}");
+        assert!(
+            h.ends_with("node distances:\nnode   0   1 \n  0:  10  20 \n  1:  20  10 \n"),
+            "{h}"
+        );
     }
 
     #[test]

@@ -18,9 +18,13 @@ pub struct ExperimentArgs {
     /// List the built-in experiments.
     #[arg(long)]
     pub list: bool,
-    /// Run every built-in experiment.
-    #[arg(long)]
+    /// Run the main suite (`--suite main`: every seed's report in a few minutes).
+    #[arg(long, conflicts_with_all = ["name", "suite"])]
     pub all: bool,
+    /// Run a suite of built-in experiments (`main`, `full`; experiments/suites.toml) into
+    /// OUT/<experiment>/, with an index OUT/README.md.
+    #[arg(long, conflicts_with = "name")]
+    pub suite: Option<String>,
     /// Do not draw the PNG plots.
     #[arg(long)]
     pub no_plots: bool,
@@ -81,7 +85,12 @@ pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
     if let Some(seeds) = &a.seeds {
         tiermem_lab::seeds::check(seeds).map_err(|m| input(format!("--seeds: {m}")))?;
     }
-    cmd_experiment(a.name, a.out, a.list, a.all, a.no_plots, a.seeds)
+    let suite = if a.all {
+        Some("main".to_string())
+    } else {
+        a.suite
+    };
+    cmd_experiment(a.name, a.out, a.list, suite, a.no_plots, a.seeds)
 }
 
 pub fn tune(a: TuneArgs) -> Result<(), Failure> {
@@ -210,50 +219,108 @@ fn cmd_tune(
     Ok(())
 }
 
-#[allow(clippy::expect_used, reason = "the names come from the built-in list")]
 fn cmd_experiment(
     name: Option<String>,
     out: Option<PathBuf>,
     list: bool,
-    all: bool,
+    suite: Option<String>,
     no_plots: bool,
     seeds: Option<Vec<u64>>,
 ) -> Result<(), Failure> {
     if list {
-        let list = experiment_file::builtins();
-        let w = list.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-        for (n, d) in list {
-            println!("{n:<w$}  {d}");
-        }
+        print_list();
         return Ok(());
     }
     let out = out.ok_or_else(|| input("--out DIR is required"))?;
-    let mut exps: Vec<experiment::Experiment> = if all {
-        experiment_file::builtins()
-            .iter()
-            .map(|(n, _)| experiment_file::builtin(n).expect("listed"))
-            .collect()
-    } else {
-        let name =
-            name.ok_or_else(|| input("give an experiment name or file (see --list), or --all"))?;
-        vec![named_experiment(&name)?]
+    let suite = match suite {
+        Some(s) => Some(experiment_file::suite(&s).ok_or_else(|| {
+            let names: Vec<String> = experiment_file::suites()
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
+            input(format!("no suite {s:?} (suites: {})", names.join(", ")))
+        })?),
+        None => None,
+    };
+    let mut runs: Vec<(experiment::Experiment, Option<String>)> = match &suite {
+        Some(s) => suite_experiments(s),
+        None => {
+            let name = name.ok_or_else(|| {
+                input("give an experiment name or file (see --list), --suite NAME or --all")
+            })?;
+            vec![(named_experiment(&name)?, None)]
+        }
     };
     if let Some(seeds) = seeds {
-        for e in &mut exps {
+        for (e, _) in &mut runs {
             e.seeds = seeds.clone();
         }
     }
-    let mut outcomes = Vec::with_capacity(exps.len());
-    for e in &exps {
-        let dir = if all { out.join(&e.name) } else { out.clone() };
-        outcomes.push(run_one_experiment(e, &dir, no_plots)?);
+    if let Some(s) = &suite {
+        eprintln!(
+            "suite {}: {} experiments ({})",
+            s.name,
+            runs.len(),
+            s.summary
+        );
     }
-    if all {
+    let mut outcomes = Vec::with_capacity(runs.len());
+    for (e, note) in &runs {
+        let dir = if suite.is_some() {
+            out.join(&e.name)
+        } else {
+            out.clone()
+        };
+        let mut o = run_one_experiment(e, &dir, no_plots)?;
+        o.note = note.clone();
+        outcomes.push(o);
+    }
+    if let Some(s) = &suite {
         std::fs::create_dir_all(&out)
             .with_context(|| format!("cannot create {}", out.display()))?;
-        write_file(&out.join("README.md"), &index_markdown(&outcomes))?;
+        write_file(&out.join("README.md"), &index_markdown(s, &outcomes))?;
+        eprintln!(
+            "suite {} done in {:.0} s: {}",
+            s.name,
+            outcomes.iter().map(|o| o.seconds).sum::<f64>(),
+            out.join("README.md").display()
+        );
     }
     Ok(())
+}
+
+/// `--list`: every built-in with the suites that run it.
+fn print_list() {
+    let list = experiment_file::builtins();
+    let w = list.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    for (n, d) in list {
+        let suites = experiment_file::suites_of(n);
+        println!("{n:<w$}  [{}]  {d}", suites.join(", "));
+    }
+    println!();
+    for s in experiment_file::suites() {
+        println!("--suite {}: {}", s.name, s.summary);
+    }
+}
+
+/// A suite's experiments as it runs them: its seeds in place of the file's, and its note
+/// first among the report's notes.
+#[allow(clippy::expect_used, reason = "suites name built-ins (tested)")]
+fn suite_experiments(s: &experiment_file::Suite) -> Vec<(experiment::Experiment, Option<String>)> {
+    s.runs
+        .iter()
+        .map(|r| {
+            let mut e = experiment_file::builtin(&r.experiment).expect("a built-in");
+            if let Some(seeds) = &r.seeds {
+                e.seeds = seeds.clone();
+            }
+            if let Some(n) = &r.note {
+                e.notes
+                    .insert(0, format!("As the {} suite runs it: {n}.", s.name));
+            }
+            (e, r.note.clone())
+        })
+        .collect()
 }
 
 /// A built-in experiment by name, or an experiment file by path.
@@ -289,6 +356,8 @@ struct Outcome {
     /// Published changes within their tolerance.
     changes: (usize, usize),
     seconds: f64,
+    /// How a suite runs it differently from its file.
+    note: Option<String>,
 }
 
 /// Run one experiment into `dir` with a progress bar, report how it compares with the
@@ -362,6 +431,7 @@ fn outcome(
         figures: tally(experiment::agreements(e, results).iter().map(|a| a.within)),
         changes: tally(steps.iter().filter_map(|s| s.within_published)),
         seconds,
+        note: None,
     }
 }
 
@@ -394,13 +464,13 @@ fn print_outcome(o: &Outcome, steps: &[experiment::StepResult]) {
     let mut parts = Vec::new();
     if o.figures.1 > 0 {
         parts.push(format!(
-            "{} of {} published figures within ±25 %",
+            "{} of {} published figures within tolerance",
             o.figures.0, o.figures.1
         ));
     }
     if o.changes.1 > 0 {
         parts.push(format!(
-            "{} of {} published changes within ±25 % or ±3 points",
+            "{} of {} published changes within tolerance",
             o.changes.0, o.changes.1
         ));
     }
@@ -419,9 +489,9 @@ fn print_outcome(o: &Outcome, steps: &[experiment::StepResult]) {
     }
 }
 
-/// `--all`'s `README.md`: one row per experiment, with how it compares with the published
-/// results, then what each shows.
-fn index_markdown(outcomes: &[Outcome]) -> String {
+/// A suite's `README.md`: one row per experiment, with how it compares with the published
+/// results, then what each shows and how the suite runs it.
+fn index_markdown(suite: &experiment_file::Suite, outcomes: &[Outcome]) -> String {
     let frac = |(n, t): (usize, usize)| {
         if t == 0 {
             "–".to_string()
@@ -429,9 +499,12 @@ fn index_markdown(outcomes: &[Outcome]) -> String {
             format!("{n} of {t}")
         }
     };
-    let mut s = String::from(
-        "# tiermem experiments\n\n\
-         | experiment | variants | published directions held | published figures within ±25 % | published changes within ±25 % or ±3 points | wall s |\n\
+    let mut s = format!(
+        "# tiermem experiments: the {} suite\n\n{}.\n\n",
+        suite.name, suite.summary
+    );
+    s.push_str(
+        "| experiment | variants | published directions held | published figures within tolerance | published changes within tolerance | wall s |\n\
          |---|---:|---|---|---|---:|\n",
     );
     for o in outcomes {
@@ -450,12 +523,24 @@ fn index_markdown(outcomes: &[Outcome]) -> String {
         ));
     }
     s.push_str(&format!(
-        "\nIn all {:.1} s. A figure is within ±25 % of the published one (±1.5 points for a \
-         percentage published under 6 %); each report says why for the figures outside.\n\n",
+        "\nIn all {:.1} s. A figure or change is within tolerance when it is within ±25 % of \
+         the published one, or of an experiment's floor for the metric where that is wider \
+         (each below half of every published value it applies to); each report lists the \
+         floors and says why for the figures outside.\n\n",
         outcomes.iter().map(|o| o.seconds).sum::<f64>()
     ));
     for o in outcomes {
-        s.push_str(&format!("- **{}**: {}\n", o.name, o.headline));
+        s.push_str(&format!("- **{}**: {}", o.name, o.headline));
+        if let Some(n) = &o.note {
+            s.push_str(&format!(" *Run here with {n}.*"));
+        }
+        s.push('\n');
+    }
+    if suite.name == "main" {
+        s.push_str(
+            "\nThe published sizes and every seed: `tiermem experiment --suite full` \
+             (`scripts/reproduce.sh --full`).\n",
+        );
     }
     s
 }
@@ -475,8 +560,13 @@ mod tests {
             figures,
             changes: (0, 0),
             seconds,
+            note: None,
         };
-        let s = index_markdown(&[o("seed-x", (1, 8), 474.6), o("other", (0, 0), 1.0)]);
+        let main = experiment_file::suite("main").unwrap();
+        let s = index_markdown(
+            &main,
+            &[o("seed-x", (1, 8), 474.6), o("other", (0, 0), 1.0)],
+        );
         assert!(
             s.contains("| [seed-x](seed-x/report.md) | 4 | 6 of 6 | 1 of 8 | – | 474.6 |"),
             "{s}"
@@ -490,7 +580,13 @@ mod tests {
             seeds: 4,
             ..o("s", (0, 0), 1.0)
         };
-        assert!(index_markdown(&[seeded]).contains("| [s](s/report.md) | 4 × 4 seeds |"));
+        assert!(index_markdown(&main, &[seeded]).contains("| [s](s/report.md) | 4 × 4 seeds |"));
         assert!(s.contains("- **seed-x**: seed-x shows something"), "{s}");
+        let noted = Outcome {
+            note: Some("one seed".into()),
+            ..o("n", (0, 0), 1.0)
+        };
+        assert!(index_markdown(&main, &[noted]).contains("*Run here with one seed.*"));
+        assert!(s.contains("--suite full"), "{s}");
     }
 }

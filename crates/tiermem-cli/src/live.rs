@@ -1,7 +1,7 @@
 //! The live-host commands: `tiermem topology`, `tiermem agent`, `tiermem exec`.
 //! Thin: parse arguments, call `tiermem-agent`, print.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use tiermem_agent::config::AgentConfig;
 use tiermem_agent::exec::{ExecOptions, Interleave, Placement};
@@ -384,43 +384,47 @@ pub struct AgentArgs {
     root: PathBuf,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum InterleaveArg {
-    Weighted,
-    Plain,
-}
-
+/// The options of numactl(8), spelled as numactl spells them (docs/agent.md has the table).
+/// NODES and CPUS: `all`, a list with ranges (`0,2-3`), or `!` and a list for all but those.
 #[derive(Args)]
 pub struct ExecArgs {
-    /// Interleave the program's memory: `weighted` (by the sysfs weights) or `plain`.
-    #[arg(long)]
-    interleave: Option<InterleaveArg>,
-    /// Policy nodes (e.g. `0,1` or `0-2`); default all memory nodes. Without --interleave: bind.
-    #[arg(long, visible_alias = "membind", short = 'm')]
-    nodes: Option<String>,
-    /// Prefer this node, fall back anywhere (MPOL_PREFERRED, numactl --preferred).
-    #[arg(long, conflicts_with_all = ["interleave", "nodes", "preferred_many", "localalloc"])]
-    preferred: Option<u32>,
-    /// Prefer these nodes, fall back anywhere (MPOL_PREFERRED_MANY, Linux 5.15+).
-    #[arg(long, conflicts_with_all = ["interleave", "nodes", "localalloc"])]
+    /// Interleave the program's memory round robin over NODES (MPOL_INTERLEAVE).
+    #[arg(short = 'i', long, value_name = "NODES", conflicts_with_all = ["weighted_interleave", "membind", "preferred", "preferred_many", "localalloc"])]
+    interleave: Option<String>,
+    /// Interleave over NODES in the ratio of the sysfs weights
+    /// (MPOL_WEIGHTED_INTERLEAVE, Linux 6.9+).
+    #[arg(short = 'w', long, value_name = "NODES", conflicts_with_all = ["membind", "preferred", "preferred_many", "localalloc"])]
+    weighted_interleave: Option<String>,
+    /// Allocate only from NODES (MPOL_BIND).
+    #[arg(short = 'm', long, visible_alias = "nodes", value_name = "NODES", conflicts_with_all = ["preferred", "preferred_many", "localalloc"])]
+    membind: Option<String>,
+    /// Prefer NODE, fall back anywhere (MPOL_PREFERRED).
+    #[arg(short = 'p', long, value_name = "NODE", conflicts_with_all = ["preferred_many", "localalloc"])]
+    preferred: Option<String>,
+    /// Prefer NODES, fall back anywhere (MPOL_PREFERRED_MANY, Linux 5.15+).
+    #[arg(short = 'P', long, value_name = "NODES", conflicts_with = "localalloc")]
     preferred_many: Option<String>,
-    /// Allocate on the node of the CPU that allocates (MPOL_LOCAL, numactl --localalloc).
-    #[arg(long, short = 'l', conflicts_with_all = ["interleave", "nodes"])]
+    /// Allocate on the node of the CPU that allocates (MPOL_LOCAL).
+    #[arg(short = 'l', long)]
     localalloc: bool,
-    /// Run only on the CPUs of these nodes (numactl --cpunodebind).
-    #[arg(long, short = 'N')]
+    /// Run only on the CPUs of NODES.
+    #[arg(short = 'N', long, value_name = "NODES")]
     cpunodebind: Option<String>,
-    /// Run only on these CPUs (numactl --physcpubind, e.g. `0-3,8`).
-    #[arg(long, short = 'C')]
+    /// Run only on CPUS (e.g. `0-3,8`).
+    #[arg(short = 'C', long, value_name = "CPUS")]
     physcpubind: Option<String>,
-    /// Make all of the program's anonymous memory KSM-mergeable (PR_SET_MEMORY_MERGE).
+    /// Make all of the program's anonymous memory KSM-mergeable (PR_SET_MEMORY_MERGE;
+    /// not a numactl option).
     #[arg(long)]
     ksm: bool,
     /// Print this process's memory policy and CPU binding, as `numactl --show`, and exit.
-    #[arg(long)]
+    #[arg(short = 's', long)]
     show: bool,
+    /// Print the nodes, their CPUs, sizes and distances, as `numactl --hardware`, and exit.
+    #[arg(short = 'H', long, conflicts_with = "show")]
+    hardware: bool,
     /// The program and its arguments (after `--`).
-    #[arg(trailing_var_arg = true, required_unless_present = "show")]
+    #[arg(trailing_var_arg = true, required_unless_present_any = ["show", "hardware"])]
     cmd: Vec<String>,
 }
 
@@ -516,26 +520,68 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
 }
 
 pub fn cmd_exec(a: ExecArgs) -> Result<(), Error> {
+    let fs = HostFs::default();
     if a.show {
-        print!("{}", tiermem_agent::exec::show(&HostFs::default())?);
+        print!("{}", tiermem_agent::exec::show(&fs)?);
         return Ok(());
     }
-    let nodes = match &a.nodes {
-        Some(s) => tiermem_agent::fs::parse_list(s).map_err(|m| input("--nodes", m))?,
-        None => Vec::new(),
-    };
-    let list = |key: &str, v: &Option<String>| -> Result<Vec<u32>, Error> {
+    if a.hardware {
+        print!("{}", tiermem_agent::exec::hardware(&fs)?);
+        return Ok(());
+    }
+    let host_nodes = tiermem_agent::host::read_nodes(&fs)?;
+    let mem: Vec<u32> = host_nodes
+        .iter()
+        .filter(|n| n.has_memory)
+        .map(|n| n.id)
+        .collect();
+    let with_cpus: Vec<u32> = host_nodes
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
+    let all_cpus: Vec<u32> = host_nodes.iter().flat_map(|n| n.cpus.clone()).collect();
+    let spec = |key: &str, v: &Option<String>, universe: &[u32]| -> Result<Vec<u32>, Error> {
         match v {
-            Some(s) => tiermem_agent::fs::parse_list(s).map_err(|m| input(key, m)),
+            Some(s) => {
+                if matches!(s.as_str(), "weighted" | "plain") {
+                    return Err(input(
+                        key,
+                        format!("{s:?}: give nodes as numactl does (`-i 0,1`, `-i all`); weighted interleave is `-w NODES`"),
+                    ));
+                }
+                tiermem_agent::exec::resolve_spec(key, s, universe)
+            }
             None => Ok(Vec::new()),
         }
     };
-    let placement = if let Some(n) = a.preferred {
-        Some(Placement::Preferred(n))
+    let (interleave, nodes) = if a.weighted_interleave.is_some() {
+        (
+            Some(Interleave::Weighted),
+            spec("--weighted-interleave", &a.weighted_interleave, &mem)?,
+        )
+    } else if a.interleave.is_some() {
+        (
+            Some(Interleave::Plain),
+            spec("--interleave", &a.interleave, &mem)?,
+        )
+    } else {
+        (None, spec("--membind", &a.membind, &mem)?)
+    };
+    let placement = if let Some(p) = &a.preferred {
+        let n = spec("--preferred", &Some(p.clone()), &mem)?;
+        if n.len() != 1 {
+            return Err(input(
+                "--preferred",
+                format!("{p:?}: one node (several: --preferred-many)"),
+            ));
+        }
+        Some(Placement::Preferred(n[0]))
     } else if a.preferred_many.is_some() {
-        Some(Placement::PreferredMany(list(
+        Some(Placement::PreferredMany(spec(
             "--preferred-many",
             &a.preferred_many,
+            &mem,
         )?))
     } else if a.localalloc {
         Some(Placement::Local)
@@ -543,14 +589,11 @@ pub fn cmd_exec(a: ExecArgs) -> Result<(), Error> {
         None
     };
     let opts = ExecOptions {
-        interleave: a.interleave.map(|i| match i {
-            InterleaveArg::Weighted => Interleave::Weighted,
-            InterleaveArg::Plain => Interleave::Plain,
-        }),
+        interleave,
         nodes,
         placement,
-        cpu_nodes: list("--cpunodebind", &a.cpunodebind)?,
-        cpus: list("--physcpubind", &a.physcpubind)?,
+        cpu_nodes: spec("--cpunodebind", &a.cpunodebind, &with_cpus)?,
+        cpus: spec("--physcpubind", &a.physcpubind, &all_cpus)?,
         ksm: a.ksm,
         argv: a.cmd,
     };

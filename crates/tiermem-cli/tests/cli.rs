@@ -493,9 +493,88 @@ fn a_preset_shows_its_tiers_demotion_targets_and_zonelists_and_stays_a_valid_fil
         "{text}"
     );
     assert!(text.contains("node 2: adistance 5317, memory_tier41; demotion to none"));
-    // The comments keep it a machine table the simulator reads.
     let m: toml::Value = toml::from_str(&text).unwrap();
-    assert_eq!(m["name"].as_str(), Some("dram-pmem-2s"));
+    assert_eq!(m["machine"]["name"].as_str(), Some("dram-pmem-2s"));
+}
+
+/// `tiermem presets NAME` is offered "to copy and edit": its output, as it is, is a config
+/// `tiermem sim` runs, for every preset.
+#[test]
+fn every_preset_printed_is_a_config_sim_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let list = Command::new(bin()).arg("presets").output().unwrap();
+    let names: Vec<String> = String::from_utf8(list.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    assert!(names.len() >= 5, "{names:?}");
+    for name in names {
+        let o = Command::new(bin())
+            .args(["presets", &name])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let cfg = write(
+            d.path(),
+            &format!("{name}.toml"),
+            &String::from_utf8(o.stdout).unwrap(),
+        );
+        let o = Command::new(bin())
+            .arg("sim")
+            .arg(&cfg)
+            .args(["--duration", "200ms", "--out"])
+            .arg(d.path().join(&name))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// `--duration` takes what config files take (`2s`, `500ms`) or bare seconds; zero and
+/// negative values are refused as bad input, not read as flags.
+#[test]
+fn durations_on_the_command_line_take_units_and_refuse_negatives() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(
+        d.path(),
+        "c.toml",
+        "machine = \"small\"\nduration = \"10s\"\n[[workloads]]\ntype = \"pmbench\"\nmapsize = \"16MiB\"\n",
+    );
+    for (arg, secs) in [("150ms", "0.150"), ("0.2", "0.200"), ("1s", "1.000")] {
+        let out = d.path().join(arg);
+        let o = Command::new(bin())
+            .arg("sim")
+            .arg(&cfg)
+            .args(["--duration", arg, "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{arg}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            text.contains(&format!("simulated {secs} s")),
+            "{arg}: {text}"
+        );
+    }
+    for bad in ["-1", "0", "2 parsecs", "-2s"] {
+        let o = Command::new(bin())
+            .arg("sim")
+            .arg(&cfg)
+            .args(["--duration", bad, "--out"])
+            .arg(d.path().join("x"))
+            .output()
+            .unwrap();
+        common::bad(&o, "--duration");
+    }
 }
 
 /// deploy/install.sh, followed as its header says (staged with DESTDIR): everything the
@@ -602,4 +681,135 @@ fn bench_runs_the_full_size_seed_001_job() {
     );
     assert!(out.contains("simulated seconds per wall second"), "{out}");
     assert!(out.contains("one simulated hour"), "{out}");
+}
+
+/// `tiermem agent --simulate`: on a simulated 6.12 host the agent prints its plan, applies
+/// it (the files it changed), serves metrics, and once stopped every file reads as before.
+#[test]
+fn the_agent_runs_end_to_end_on_a_simulated_host() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = write(
+        d.path(),
+        "agent.toml",
+        "interval = \"50ms\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n\
+         [numa_balancing]\nmode = \"tiering\"\ndemotion_enabled = true\n\
+         [weighted_interleave]\nsource = \"hmat\"\n[ksm]\nrun = 1\nmerge_across_nodes = 0\n\
+         [damon]\nops = \"paddr\"\n[[damon.schemes]]\naction = \"pageout\"\n\
+         access_pattern = { max_nr_accesses = 0, min_age = 10 }\n",
+    );
+    let host = d.path().join("host");
+    let o = Command::new(bin())
+        .args(["agent", "--simulate", "--ticks", "4", "--config"])
+        .arg(&cfg)
+        .arg("--simulate-dir")
+        .arg(&host)
+        .output()
+        .unwrap();
+    let out = ok(&o);
+    for want in [
+        "== plan (as --dry-run prints it)",
+        "write /proc/sys/kernel/numa_balancing: 0 -> 2",
+        "applied: ",
+        "/sys/kernel/mm/mempolicy/weighted_interleave/node0: \"1\" -> \"25\"",
+        "metrics: curl http://127.0.0.1:",
+        "tiermem_vmstat_total{counter=\"pgpromote_success\"}",
+        "restored: every file the agent changed reads as before the run",
+    ] {
+        assert!(out.contains(want), "{want:?} not in:\n{out}");
+    }
+    // The simulated host stays where it was asked to be, as it was before the run.
+    let knob = std::fs::read_to_string(host.join("proc/sys/kernel/numa_balancing")).unwrap();
+    assert_eq!(knob.trim(), "0");
+    // It is an ordinary tree for --root, and a second simulation refuses to overwrite it.
+    let o = Command::new(bin())
+        .args(["agent", "--dry-run", "--config"])
+        .arg(&cfg)
+        .arg("--root")
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert!(ok(&o).contains("dry run: nothing written"));
+    let o = Command::new(bin())
+        .args(["agent", "--simulate", "--ticks", "1", "--simulate-dir"])
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not empty"));
+}
+
+/// A dry run reports every problem of a config at once, not only the first.
+#[test]
+fn a_dry_run_lists_every_problem_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let host = d.path().join("host");
+    let o = Command::new(bin())
+        .args(["agent", "--simulate", "--ticks", "1", "--config"])
+        .arg(write(d.path(), "min.toml", "interval = \"20ms\"\n"))
+        .arg("--simulate-dir")
+        .arg(&host)
+        .output()
+        .unwrap();
+    ok(&o);
+    // A host without debugfs and without KSM.
+    std::fs::remove_dir_all(host.join("sys/kernel/debug")).unwrap();
+    std::fs::remove_dir_all(host.join("sys/kernel/mm/ksm")).unwrap();
+    let cfg = write(
+        d.path(),
+        "agent.toml",
+        "[numa_balancing]\nmode = \"tiering\"\nscan_size_mb = 64\nhot_threshold_ms = 500\n\
+         [ksm]\nrun = 1\n[weighted_interleave]\nsource = \"given\"\nweights = { node7 = 2 }\n",
+    );
+    let o = Command::new(bin())
+        .args(["agent", "--dry-run", "--config"])
+        .arg(&cfg)
+        .arg("--root")
+        .arg(&host)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The weight of a node that does not exist is bad input: exit 2 for the whole list.
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for want in [
+        "4 problems:",
+        "scan_size_mb",
+        "hot_threshold_ms",
+        "KSM (CONFIG_KSM)",
+        "weighted_interleave.weights.node7",
+    ] {
+        assert!(err.contains(want), "{want:?} not in: {err}");
+    }
+}
+
+/// `tiermem exec` takes numactl's spellings; tiermem's old `--interleave weighted` is
+/// refused with the numactl form to use.
+#[test]
+fn exec_takes_numactls_spellings() {
+    let o = Command::new(bin())
+        .args(["exec", "--interleave", "weighted", "--", "true"])
+        .output()
+        .unwrap();
+    bad(&o, "-w NODES");
+    let o = Command::new(bin())
+        .args(["exec", "-i", "0-4000000000", "--", "true"])
+        .output()
+        .unwrap();
+    bad(&o, "out of range");
+    // Conflicting policies, as numactl refuses them.
+    let o = Command::new(bin())
+        .args(["exec", "-i", "all", "-m", "0", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    if Path::new("/sys/devices/system/node/node0").exists() {
+        let o = Command::new(bin()).args(["exec", "-H"]).output().unwrap();
+        let out = ok(&o);
+        assert!(out.starts_with("available: "), "{out}");
+        assert!(out.contains("node distances:"), "{out}");
+        let o = Command::new(bin())
+            .args(["exec", "-m", "all", "--", "true"])
+            .output()
+            .unwrap();
+        ok(&o);
+    }
 }

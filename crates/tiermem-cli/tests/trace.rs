@@ -354,3 +354,32 @@ fn import_refuses_its_input_as_output_and_replaces_links() {
         "{names:?}"
     );
 }
+
+/// Recording a program that does not exist (or is not executable) is bad input, before
+/// Valgrind runs, and leaves no trace file.
+#[test]
+fn recording_a_missing_program_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("t.tmt");
+    let o = tiermem(&[
+        "trace",
+        "record",
+        "--out",
+        s(&out),
+        "--",
+        "./no-such-program",
+    ]);
+    bad(&o, "cannot record ./no-such-program");
+    let o = tiermem(&[
+        "trace",
+        "record",
+        "--out",
+        s(&out),
+        "--",
+        "no-such-program-on-path",
+    ]);
+    bad(&o, "no such program on PATH");
+    let o = tiermem(&["trace", "record", "--out", s(&out), "--", s(d.path())]);
+    bad(&o, "not an executable file");
+    assert!(!out.exists());
+}

@@ -32,6 +32,7 @@ pub mod damon_record;
 pub mod damon_workloads;
 pub mod interleave;
 pub mod ksm;
+pub mod layout;
 pub mod mempolicy;
 pub mod presets;
 pub mod release;

@@ -22,7 +22,7 @@
 //! (`config.toml`, `summary.json`, `timeline.csv`); PNG plots are drawn from
 //! `results.json` by [`crate::plots`] (or the Python package's `tiermem.plots`).
 
-use crate::published::{verdict, Agreement, Tolerance};
+use crate::published::{verdict, Agreement};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -195,7 +195,7 @@ pub struct Step {
     pub published_pct: Option<f64>,
     pub expect: Expect,
     /// Why the simulated change differs from the published one (the report shows it when
-    /// the change is outside [`Tolerance::for_step`]).
+    /// the change is outside its tolerance, [`crate::published`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<String>,
 }
@@ -232,7 +232,8 @@ pub struct StepResult {
     /// Simulated change, per cent (None when a value is missing or `from` is 0).
     pub simulated_pct: Option<f64>,
     pub holds: bool,
-    /// Whether the simulated change is within [`Tolerance::for_step`] of the published one
+    /// Whether the simulated change is within its tolerance of the published one
+    /// ([`crate::published`])
     /// (None without a published change).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub within_published: Option<bool>,
@@ -297,7 +298,7 @@ pub fn evaluate_steps(exp: &Experiment, results: &[VariantResult]) -> Vec<StepRe
             };
             let within_published = st
                 .published_pct
-                .map(|p| simulated_pct.is_some_and(|s| Tolerance::for_step(p).holds(s, p)));
+                .map(|p| simulated_pct.is_some_and(|s| exp.tolerance.step(&st.metric).holds(s, p)));
             StepResult {
                 step: st.clone(),
                 simulated_pct,
@@ -329,6 +330,8 @@ pub struct Experiment {
     /// The seeds every variant runs with (empty: once, with the config's own `seed`); see
     /// [`crate::seeds`].
     pub seeds: Vec<u64>,
+    /// Floors that widen ±25 % for some metrics ([`crate::published`]).
+    pub tolerance: crate::published::Floors,
 }
 
 /// Every published figure of the results against its simulated value, in row order.
@@ -338,7 +341,8 @@ pub fn agreements(exp: &Experiment, results: &[VariantResult]) -> Vec<Agreement>
         .flat_map(|r| {
             r.published.iter().map(|(m, p)| {
                 let why = exp.explain.get(&r.name).and_then(|e| e.get(m));
-                let mut a = Agreement::figure(&r.name, m, r.metrics.get(m).copied(), *p, why);
+                let t = exp.tolerance.figure(m);
+                let mut a = Agreement::figure(&r.name, m, r.metrics.get(m).copied(), *p, t, why);
                 a.simulated_sd = r.sd.get(m).copied();
                 a
             })
@@ -933,7 +937,7 @@ pub fn report_markdown(exp: &Experiment, results: &[VariantResult]) -> String {
         s.push('\n');
     }
     s.push_str(&published_section(exp, results));
-    s.push_str(&steps_section(&evaluate_steps(exp, results)));
+    s.push_str(&steps_section(exp, &evaluate_steps(exp, results)));
     s.push_str(&per_workload_section(exp, results));
     if !exp.notes.is_empty() {
         s.push('\n');
@@ -1093,9 +1097,9 @@ fn published_section(exp: &Experiment, results: &[VariantResult]) -> String {
     let within = figures.iter().filter(|a| a.within).count();
     let mut s = format!(
         "\n## Against the published figures\n\n{within} of {} simulated figures are within \
-         ±25 % of the published ones (±1.5 percentage points for a percentage published under \
-         6 %).\n\n",
-        figures.len()
+         their tolerance: ±25 % of the published one{}.\n\n",
+        figures.len(),
+        floors_sentence(&exp.tolerance.floors, "")
     );
     s.push_str(
         "| variant | metric | simulated | published | sim/published | tolerance | within? | why not |\n",
@@ -1113,7 +1117,14 @@ fn published_section(exp: &Experiment, results: &[VariantResult]) -> String {
             a.simulated
                 .map_or("–".into(), |x| with_sd(x, a.simulated_sd)),
             fmt_num(a.published),
-            a.tolerance.describe(),
+            a.tolerance.describe(
+                a.published,
+                if a.metric.ends_with("_pct") {
+                    " pp"
+                } else {
+                    ""
+                }
+            ),
             verdict(a.within),
             why_not(a.within, a.explain.as_deref()),
         ));
@@ -1121,14 +1132,36 @@ fn published_section(exp: &Experiment, results: &[VariantResult]) -> String {
     s
 }
 
+/// ", or the experiment file's floor where it is wider (metric: floor, why)" for the floors
+/// of a report's table (`unit` after each floor), or nothing.
+fn floors_sentence(floors: &BTreeMap<String, crate::published::Floor>, unit: &str) -> String {
+    if floors.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = floors
+        .iter()
+        .map(|(m, f)| format!("{m} ±{}{unit}: {}", f.value, f.why))
+        .collect();
+    format!(
+        ", or the experiment file's floor where that is wider ({})",
+        list.join("; ")
+    )
+}
+
 /// The steps table: each change against its published direction and size.
-fn steps_section(steps: &[StepResult]) -> String {
+fn steps_section(exp: &Experiment, steps: &[StepResult]) -> String {
     if steps.is_empty() {
         return String::new();
     }
     let mut s = String::from("\n## Steps against the published direction\n\n");
+    if steps.iter().any(|r| r.step.published_pct.is_some()) {
+        s.push_str(&format!(
+            "A change is within its tolerance when it is within ±25 % of the published change{}.\n\n",
+            floors_sentence(&exp.tolerance.step_floors, " pp")
+        ));
+    }
     s.push_str(
-        "| step | metric | simulated | published | expected | holds | within ±25 % / ±3 pp? | why not |\n",
+        "| step | metric | simulated | published | expected | holds | within tolerance? | why not |\n",
     );
     s.push_str("|---|---|---:|---:|---|---|---|---|\n");
     let pct = |x: Option<f64>| x.map_or("–".to_string(), |x| format!("{x:+.1} %"));
@@ -1382,7 +1415,7 @@ mod tests {
         let r = evaluate_steps(&e, &results);
         assert!(r[0].holds);
         assert!((r[0].simulated_pct.unwrap() - 20.0).abs() < 1e-9);
-        // +20 % against +5 %: the direction holds, the size is 15 points off (±3 pp).
+        // +20 % against +5 %: the direction holds, the size is 15 points off (±1.25).
         assert_eq!(r[0].within_published, Some(false));
         let report = report_markdown(&e, &results);
         assert!(report.contains(

@@ -47,6 +47,7 @@
 //! saved as a file and read back to the same variants.
 
 use crate::experiment::{Derive, Expect, Experiment, PlotSpec, Step, Variant};
+use crate::published::Floors;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -79,6 +80,9 @@ struct ExperimentFile {
     plots: Vec<PlotSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     steps: Vec<StepFile>,
+    /// Floors that widen the ±25 % of some metrics ([`crate::published`]).
+    #[serde(default, skip_serializing_if = "Floors::is_empty")]
+    tolerance: Floors,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -125,88 +129,133 @@ struct StepFile {
 /// The metrics a file without `metrics` tabulates.
 const DEFAULT_METRICS: [&str; 2] = ["throughput_accesses_per_s", "mean_latency_ns"];
 
-/// The built-in experiments: the files under `experiments/`, embedded in the binary; the
-/// listed ones are what `--list` shows and `--all` runs (the `-full` ones take hours, the
-/// `-scaled` ones are quick looks at a listed one).
-const BUILTIN_FILES: [(&str, bool, &str); 12] = [
+/// The built-in experiments: the files under `experiments/`, embedded in the binary. Which
+/// of them `--all` and `--suite` run is [`SUITES_FILE`]'s.
+const BUILTIN_FILES: [(&str, &str); 12] = [
     (
         "loaded-latency",
-        true,
         include_str!("../../../experiments/loaded-latency.toml"),
     ),
     (
         "stream-placement",
-        true,
         include_str!("../../../experiments/stream-placement.toml"),
     ),
     (
         "seed-001-hot-page-selection",
-        true,
         include_str!("../../../experiments/seed-001-hot-page-selection.toml"),
     ),
     (
         "seed-001-hot-page-selection-scaled",
-        false,
         include_str!("../../../experiments/seed-001-hot-page-selection-scaled.toml"),
     ),
     (
         "seed-000-tiering",
-        true,
         include_str!("../../../experiments/seed-000-tiering.toml"),
     ),
     (
         "seed-000-tiering-scaled",
-        false,
         include_str!("../../../experiments/seed-000-tiering-scaled.toml"),
     ),
     (
         "seed-004-damon-reclaim",
-        true,
         include_str!("../../../experiments/seed-004-damon-reclaim.toml"),
     ),
     (
         "seed-004-damon-reclaim-full",
-        false,
         include_str!("../../../experiments/seed-004-damon-reclaim-full.toml"),
     ),
     (
         "seed-003-ksm-numa",
-        true,
         include_str!("../../../experiments/seed-003-ksm-numa.toml"),
     ),
     (
         "seed-003-ksm-numa-full",
-        false,
         include_str!("../../../experiments/seed-003-ksm-numa-full.toml"),
     ),
     (
         "seed-002-weighted-interleave",
-        true,
         include_str!("../../../experiments/seed-002-weighted-interleave.toml"),
     ),
     (
         "controller-vs-kernel",
-        true,
         include_str!("../../../experiments/controller-vs-kernel.toml"),
     ),
 ];
 
-/// Names and one-line summaries of the listed built-in experiments.
+/// Names and one-line summaries of the built-in experiments.
 pub fn builtins() -> Vec<(&'static str, String)> {
     BUILTIN_FILES
         .iter()
-        .filter(|(_, listed, _)| *listed)
-        .map(|(name, _, text)| (*name, summary(text)))
+        .map(|(name, text)| (*name, summary(text)))
         .collect()
 }
 
-/// A built-in experiment by name (listed or not).
+/// `experiments/suites.toml`: which built-ins `tiermem experiment --suite NAME` runs.
+const SUITES_FILE: &str = include_str!("../../../experiments/suites.toml");
+
+/// A named list of built-in experiments run one after another (`--suite`, `--all`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    pub name: String,
+    /// One line: what the suite shows and how long it takes.
+    pub summary: String,
+    pub runs: Vec<SuiteRun>,
+}
+
+/// One experiment of a suite.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteRun {
+    /// A built-in experiment's name.
+    pub experiment: String,
+    /// Replaces the experiment file's `seeds` for this suite.
+    #[serde(default)]
+    pub seeds: Option<Vec<u64>>,
+    /// Why the run differs from the file (shown in the suite's index and the report).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuitesFile {
+    suite: Vec<Suite>,
+}
+
+/// Every suite of `experiments/suites.toml` (the file is tested to parse and to name only
+/// built-ins).
+#[allow(
+    clippy::expect_used,
+    reason = "the embedded file is tested (experiment_file::tests)"
+)]
+pub fn suites() -> Vec<Suite> {
+    toml::from_str::<SuitesFile>(SUITES_FILE)
+        .expect("experiments/suites.toml is valid")
+        .suite
+}
+
+/// The suite named `name`.
+pub fn suite(name: &str) -> Option<Suite> {
+    suites().into_iter().find(|s| s.name == name)
+}
+
+/// The suites that run `experiment`, by name.
+pub fn suites_of(experiment: &str) -> Vec<String> {
+    suites()
+        .into_iter()
+        .filter(|s| s.runs.iter().any(|r| r.experiment == experiment))
+        .map(|s| s.name)
+        .collect()
+}
+
+/// A built-in experiment by name.
 #[allow(
     clippy::expect_used,
     reason = "the embedded files are tested to parse (experiment_file::tests)"
 )]
 pub fn builtin(name: &str) -> Option<Experiment> {
-    let (_, _, text) = BUILTIN_FILES.iter().find(|(n, _, _)| *n == name)?;
+    let (_, text) = BUILTIN_FILES.iter().find(|(n, _)| *n == name)?;
     Some(
         parse(text, &format!("experiments/{name}.toml"), None)
             .expect("built-in experiment files are valid"),
@@ -248,6 +297,7 @@ pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment,
     if let Some(seeds) = &f.seeds {
         crate::seeds::check(seeds).map_err(|m| ConfigError::invalid("seeds", m).in_file(origin))?;
     }
+    check_floors(&f, &steps, origin)?;
     Ok(Experiment {
         name: f.name,
         description: f.description,
@@ -261,7 +311,40 @@ pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Experiment,
         steps,
         explain,
         seeds: f.seeds.unwrap_or_default(),
+        tolerance: f.tolerance,
     })
+}
+
+/// The file's floors against every published figure and change they apply to.
+fn check_floors(f: &ExperimentFile, steps: &[Step], origin: &str) -> Result<(), ConfigError> {
+    let mut figures: Vec<(String, String, f64)> = f
+        .variants
+        .iter()
+        .flat_map(|v| {
+            v.published
+                .iter()
+                .map(|(m, p)| (v.name.clone(), m.clone(), *p))
+        })
+        .collect();
+    for d in &f.derive {
+        if let Derive::BestOf { published, .. } = &d.compute {
+            figures.extend(
+                published
+                    .iter()
+                    .map(|(m, p)| (d.row.clone(), m.clone(), *p)),
+            );
+        }
+    }
+    let changes: Vec<(String, String, f64)> = steps
+        .iter()
+        .filter_map(|s| {
+            s.published_pct
+                .map(|p| (format!("{} → {}", s.from, s.to), s.metric.clone(), p))
+        })
+        .collect();
+    f.tolerance
+        .check(&figures, &changes)
+        .map_err(|(key, msg)| ConfigError::invalid(key, msg).in_file(origin))
 }
 
 /// The explanations of variants and derived rows, each checked to name a published figure.
@@ -510,6 +593,7 @@ pub fn to_toml(e: &Experiment) -> Result<String, String> {
             })
             .collect(),
         plots: e.plots.clone(),
+        tolerance: e.tolerance.clone(),
         steps: e
             .steps
             .iter()
@@ -592,11 +676,7 @@ mod tests {
     /// same variants, metrics, derived metrics, plots, notes and steps.
     #[test]
     fn built_ins_round_trip_through_files() {
-        let mut names: Vec<String> = builtins().iter().map(|(n, _)| n.to_string()).collect();
-        names.extend([
-            "seed-004-damon-reclaim-full".into(),
-            "seed-003-ksm-numa-full".into(),
-        ]);
+        let names: Vec<String> = builtins().iter().map(|(n, _)| n.to_string()).collect();
         for name in names {
             let e = builtin(&name).unwrap();
             let text = to_toml(&e).unwrap();
@@ -620,6 +700,34 @@ mod tests {
                 assert_eq!(a.published, b.published);
                 assert_eq!(a.labels, b.labels);
             }
+        }
+    }
+
+    /// The suites name only built-ins; the main one shows every seed (000 to 004) and runs
+    /// no experiment at full size; together they run every built-in.
+    #[test]
+    fn suites_name_built_ins_and_the_main_one_covers_every_seed() {
+        let all = suites();
+        let main = suite("main").unwrap();
+        for s in &all {
+            for r in &s.runs {
+                let e = builtin(&r.experiment)
+                    .unwrap_or_else(|| panic!("suite {}: no built-in {}", s.name, r.experiment));
+                if let Some(seeds) = &r.seeds {
+                    crate::seeds::check(seeds).unwrap();
+                    assert!(r.note.is_some(), "{}: say why the seeds differ", e.name);
+                }
+            }
+        }
+        for seed in ["seed-000", "seed-001", "seed-002", "seed-003", "seed-004"] {
+            assert!(
+                main.runs.iter().any(|r| r.experiment.starts_with(seed)),
+                "the main suite has no {seed} experiment"
+            );
+        }
+        assert!(!main.runs.iter().any(|r| r.experiment.ends_with("-full")));
+        for (name, _) in builtins() {
+            assert!(!suites_of(name).is_empty(), "{name} is in no suite");
         }
     }
 

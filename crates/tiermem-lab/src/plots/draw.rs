@@ -118,15 +118,36 @@ fn ranges(p: &Panel) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
     )
 }
 
+/// The width of a heatmap's colour bar column (pixels).
+const COLOUR_BAR_WIDTH: u32 = 120;
+
 fn panel<DB: DrawingBackend>(p: &Panel, whole: &DrawingArea<DB, Shift>) -> Res {
+    let (w, _) = whole.dim_in_pixel();
+    let mut bar = None;
     let area = &if p.legend_entries() > LEGEND_INSIDE {
-        let (w, _) = whole.dim_in_pixel();
         let (plot, legend) = whole.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
         side_legend(p, &legend)?;
+        plot
+    } else if p.heat.is_some() {
+        let (plot, strip) = whole.split_horizontally(w.saturating_sub(COLOUR_BAR_WIDTH));
+        bar = Some(strip);
         plot
     } else {
         whole.clone()
     };
+    let y_pixels = chart_of(p, area)?;
+    if let (Some(h), Some(strip)) = (&p.heat, bar) {
+        colour_bar(h, &strip, y_pixels)?;
+    }
+    Ok(())
+}
+
+/// Build and draw the panel's chart on `area`; the plotting area's vertical pixel range
+/// (backend coordinates).
+fn chart_of<DB: DrawingBackend>(
+    p: &Panel,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<std::ops::Range<i32>, String> {
     let (xr, yr) = ranges(p);
     let slanted = p.bars.as_ref().is_some_and(|b| {
         b.categories.len() > 6 || b.categories.iter().any(|c| c.chars().count() > 12)
@@ -197,7 +218,7 @@ fn axes<'a, DB: DrawingBackend + 'a, X, Y, E: std::fmt::Display>(
     area: &DrawingArea<DB, Shift>,
     built: Result<ChartContext<'a, DB, Cartesian2d<X, Y>>, E>,
     slanted: bool,
-) -> Res
+) -> Result<std::ops::Range<i32>, String>
 where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
@@ -224,7 +245,8 @@ where
     }
     mesh.draw().map_err(err)?;
     category_labels(&names, area, &chart, slanted)?;
-    contents(p, &mut chart)
+    contents(p, &mut chart)?;
+    Ok(chart.plotting_area().get_pixel_range().1)
 }
 
 /// The bar groups' names under the x axis, turned a quarter when they would collide.
@@ -349,16 +371,106 @@ where
     }
     // A long legend is drawn beside the axes instead ([`side_legend`]).
     if labelled && p.legend_entries() <= LEGEND_INSIDE {
+        let corner = legend_corner(p, chart);
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(200, 200, 200))
             .label_font(("sans-serif", 12))
-            .position(SeriesLabelPosition::UpperRight)
+            .position(corner)
             .draw()
             .map_err(err)?;
     }
     Ok(())
+}
+
+/// The corner of the plotting area where the legend covers the least data (as
+/// matplotlib's `loc="best"`): the points of every line (with 16 more along each
+/// segment), the tops of the bars and the reference lines, counted under a box the size
+/// the legend takes in each corner; ties keep the first of upper right, upper left, lower
+/// right, lower left.
+fn legend_corner<'a, DB: DrawingBackend + 'a, X, Y>(
+    p: &Panel,
+    chart: &ChartContext<'a, DB, Cartesian2d<X, Y>>,
+) -> SeriesLabelPosition
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    let longest = p
+        .lines
+        .iter()
+        .filter_map(|l| l.label.as_ref())
+        .chain(p.hlines.iter().filter_map(|h| h.label.as_ref()))
+        .chain(
+            p.bars
+                .iter()
+                .flat_map(|b| b.series.iter().filter_map(|s| s.0.as_ref())),
+        )
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0) as i32;
+    let (bw, bh) = (40 + 7 * longest, 10 + 18 * p.legend_entries() as i32);
+    let mut pts: Vec<(i32, i32)> = Vec::new();
+    let px = |x: f64, y: f64| chart.backend_coord(&(x, y));
+    for l in &p.lines {
+        for w in l.points.windows(2) {
+            for k in 0..16 {
+                let t = k as f64 / 16.0;
+                pts.push(px(
+                    w[0].0 + (w[1].0 - w[0].0) * t,
+                    w[0].1 + (w[1].1 - w[0].1) * t,
+                ));
+            }
+        }
+        pts.extend(l.points.iter().map(|&(x, y)| px(x, y)));
+    }
+    let (xr, yr) = (chart.x_range(), chart.y_range());
+    // Data counts four times a reference line; a reference line's label counts as data.
+    let mut pts: Vec<(i32, i32)> = pts.into_iter().flat_map(|q| [q; 4]).collect();
+    for h in &p.hlines {
+        let (x0, x1) = h.span.unwrap_or((xr.start, xr.end));
+        pts.extend((0..=32).map(|k| px(x0 + (x1 - x0) * k as f64 / 32.0, h.y)));
+        if let (Some(l), None) = (&h.label, h.span) {
+            let (lx, ly) = px(xr.start, h.y);
+            let len = 7 * l.chars().count() as i32;
+            for k in 0..=8 {
+                pts.extend([(lx + len * k / 8, ly - 6); 4]);
+            }
+        }
+    }
+    if let Some(b) = &p.bars {
+        for (j, (_, vals)) in b.series.iter().enumerate() {
+            for (i, v) in vals.iter().enumerate() {
+                if let Some(v) = v {
+                    let top = (*v).max(yr.start);
+                    // A bar covers everything below its top.
+                    pts.extend([px(b.centre(i, j), top); 4]);
+                    pts.extend([px(b.centre(i, j), (top + yr.start) / 2.0); 4]);
+                }
+            }
+        }
+    }
+    let corners = [
+        (SeriesLabelPosition::UpperRight, xs.end - bw, ys.start),
+        (SeriesLabelPosition::UpperLeft, xs.start, ys.start),
+        (SeriesLabelPosition::LowerRight, xs.end - bw, ys.end - bh),
+        (SeriesLabelPosition::LowerLeft, xs.start, ys.end - bh),
+    ];
+    let covered = |x: i32, y: i32| {
+        pts.iter()
+            .filter(|(a, b)| *a >= x && *a <= x + bw && *b >= y && *b <= y + bh)
+            .count()
+    };
+    let mut best = (usize::MAX, SeriesLabelPosition::UpperRight);
+    for (pos, x, y) in corners {
+        let n = covered(x, y);
+        if n < best.0 {
+            best = (n, pos);
+        }
+    }
+    best.1
 }
 
 /// One line with its markers; returns whether it has a legend entry.
@@ -459,11 +571,15 @@ where
         (label, _) => {
             chart.draw_series(series).map_err(err)?;
             if let Some(l) = label {
+                // Above the line, not across it.
                 chart
                     .draw_series(std::iter::once(Text::new(
                         l.clone(),
                         (xr.start, y),
-                        ("sans-serif", 11).into_font().color(&c),
+                        ("sans-serif", 11)
+                            .into_font()
+                            .color(&c)
+                            .pos(Pos::new(HPos::Left, VPos::Bottom)),
                     )))
                     .map_err(err)?;
             }
@@ -492,8 +608,23 @@ fn viridis(f: f64) -> RGBColor {
     )
 }
 
-/// The heatmap's cells (log colour scale from the smallest non-zero value, at most 1, to
-/// the largest) and the boundaries between address ranges.
+/// Decades of a heatmap's log colour scale, below its largest value.
+const HEAT_DECADES: f64 = 3.0;
+
+/// A heatmap's colour scale: log from the smallest non-zero value, but at most
+/// [`HEAT_DECADES`] below the largest (smaller values take the lowest colour), to the
+/// largest. (lo, hi, ln(hi / lo)).
+fn heat_scale(h: &Heat) -> (f64, f64, f64) {
+    let nz = h.counts.iter().flatten().copied().filter(|v| *v > 0.0);
+    let (lo, hi) = nz.fold((f64::INFINITY, 0f64), |(a, b), v| (a.min(v), b.max(v)));
+    if hi <= 0.0 {
+        return (1.0, 1.0, 1e-12);
+    }
+    let lo = lo.max(hi / 10f64.powf(HEAT_DECADES)).min(hi);
+    (lo, hi, (hi / lo).ln().max(1e-12))
+}
+
+/// The heatmap's cells and the boundaries between address ranges.
 fn heat<'a, DB: DrawingBackend + 'a, X, Y>(
     h: &Heat,
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
@@ -502,10 +633,7 @@ where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
-    let nz = h.counts.iter().flatten().copied().filter(|v| *v > 0.0);
-    let (lo, hi) = nz.fold((f64::INFINITY, 0f64), |(a, b), v| (a.min(v), b.max(v)));
-    let lo = lo.min(1.0);
-    let span = (hi.max(lo) / lo).ln().max(1e-12);
+    let (lo, _, span) = heat_scale(h);
     let nt = h.counts.len() as f64;
     let dx = (h.x.1 - h.x.0) / nt;
     let cells = h.counts.iter().enumerate().flat_map(|(i, row)| {
@@ -518,7 +646,7 @@ where
                 let y = h.y.0 + j as f64 * dy;
                 Rectangle::new(
                     [(x, y), (x + dx, y + dy)],
-                    viridis((v / lo).ln() / span).filled(),
+                    viridis((v / lo).ln().max(0.0) / span).filled(),
                 )
             })
     });
@@ -531,19 +659,71 @@ where
             ))
             .map_err(err)?;
     }
-    let caption = format!(
-        "colour: {} (log scale, {} to {})",
-        h.value_label,
-        tick(lo),
-        tick(hi)
-    );
-    let (xr, yr) = (chart.x_range(), chart.y_range());
-    chart
-        .draw_series(std::iter::once(Text::new(
-            caption,
-            (xr.start, yr.end),
-            ("sans-serif", 11).into_font().color(&BLACK),
-        )))
+    Ok(())
+}
+
+/// The heatmap's colour scale beside it, over the plotting area's height `ys` (backend
+/// pixels): the colours from the lowest to the highest value, ticks at the ends and at
+/// the powers of ten between, and what the colour measures.
+fn colour_bar<DB: DrawingBackend>(
+    h: &Heat,
+    strip: &DrawingArea<DB, Shift>,
+    ys: std::ops::Range<i32>,
+) -> Res {
+    let (lo, hi, span) = heat_scale(h);
+    let (_, by) = strip.get_base_pixel();
+    let (top, bottom) = (ys.start - by, ys.end - by);
+    let (x0, x1) = (12, 30);
+    let steps = (bottom - top).max(1);
+    for k in 0..steps {
+        let f = 1.0 - k as f64 / steps as f64;
+        strip
+            .draw(&Rectangle::new(
+                [(x0, top + k), (x1, top + k + 1)],
+                viridis(f).filled(),
+            ))
+            .map_err(err)?;
+    }
+    strip
+        .draw(&Rectangle::new(
+            [(x0, top), (x1, bottom)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(err)?;
+    let y_of = |v: f64| bottom - (((v / lo).ln() / span) * (bottom - top) as f64).round() as i32;
+    let font = ("sans-serif", 11).into_font().color(&BLACK);
+    let mut ticks = vec![lo, hi];
+    let mut d = 10f64.powf(lo.log10().ceil());
+    while d < hi {
+        if (d / lo).ln() / span > 0.08 && (hi / d).ln() / span > 0.08 {
+            ticks.push(d);
+        }
+        d *= 10.0;
+    }
+    for v in ticks {
+        let y = y_of(v);
+        strip
+            .draw(&PathElement::new(vec![(x1, y), (x1 + 4, y)], BLACK))
+            .map_err(err)?;
+        strip
+            .draw(&Text::new(
+                tick(v),
+                (x1 + 6, y),
+                font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(err)?;
+    }
+    let label = format!("{} (log)", h.value_label);
+    strip
+        .draw(&Text::new(
+            label,
+            (98, (top + bottom) / 2),
+            ("sans-serif", 12)
+                .into_font()
+                .transform(FontTransform::Rotate90)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Center)),
+        ))
         .map_err(err)?;
     Ok(())
 }

@@ -376,8 +376,9 @@ impl Kernel {
         nodes
     }
 
-    /// Create a process with the given VMAs (name, size in pages, optional VMA policy).
-    /// VMAs are laid out with gaps between them, like heap and mmap areas.
+    /// Create a process with the given VMAs (name, size in pages, optional VMA policy),
+    /// at the addresses Linux would give them ([`tiermem_core::layout`]: data mappings one
+    /// after another, the heap, the mmap area and the stack where a process has them).
     pub fn add_process(
         &mut self,
         name: String,
@@ -401,12 +402,14 @@ impl Kernel {
             ));
         }
         self.budget.add_process(&name, pages)?;
+        let starts = tiermem_core::layout::lay_out(
+            vmas.iter().map(|(n, pages, _)| (n.as_str(), *pages as u64)),
+        );
         let mut total = 0u32;
-        let mut addr = 0x5555_0000_0000u64;
         let mut out = Vec::new();
-        for (vname, pages, pol) in vmas {
+        for ((vname, pages, pol), start) in vmas.into_iter().zip(starts) {
             out.push(Vma {
-                start: addr,
+                start,
                 pages,
                 pte_base: total,
                 policy: pol,
@@ -414,8 +417,6 @@ impl Kernel {
                 zram_ratio: None,
             });
             total += pages;
-            // A 1 GiB-aligned gap after each VMA.
-            addr = (addr + pages as u64 * PAGE_SIZE + (2 << 30)) & !((1 << 30) - 1);
         }
         self.procs.push(Process {
             name,
