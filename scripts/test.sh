@@ -23,7 +23,10 @@ if [[ ${#extra[@]} -gt 0 ]] && cargo clippy --version >/dev/null 2>&1; then
   echo "==> cargo clippy (no unwrap/expect on input outside tests)"
   cargo clippy --locked --workspace --lib --bins
 fi
+t0=$SECONDS
 echo "==> cargo test"
 cargo test --release --locked "${extra[@]}"
+t1=$SECONDS
 echo "==> pytest"
 TIERMEM_REQUIRE_NATIVE=1 "$PY" -m pytest -q tests/python
+echo "==> tests done: cargo test $((t1 - t0)) s, pytest $((SECONDS - t1)) s"
