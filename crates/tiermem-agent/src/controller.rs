@@ -40,7 +40,31 @@ fn ops_error(e: Error) -> OpsError {
     OpsError(e.to_string())
 }
 
+/// The address ranges of `/proc/PID/maps` (ascending; the kernel lists them so), without
+/// `[vsyscall]`, which lies above user space and is no VMA of the process.
+pub fn parse_maps(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter(|l| !l.ends_with("[vsyscall]"))
+        .filter_map(|l| {
+            let (range, _) = l.split_once(' ')?;
+            let (a, b) = range.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .filter(|(a, b)| a < b)
+        .collect()
+}
+
 impl MemoryOps for HostMemoryOps {
+    fn mappings(&mut self, pid: i32) -> Result<Vec<(u64, u64)>, OpsError> {
+        match self.fs.read_opt(&format!("/proc/{pid}/maps")) {
+            Ok(Some(t)) => Ok(parse_maps(&t)),
+            Ok(None) => Err(OpsError(format!("no process {pid}"))),
+            Err(e) => Err(ops_error(e)),
+        }
+    }
     fn query(&mut self, pid: i32, pages: &[usize]) -> Result<Vec<i32>, OpsError> {
         crate::sys::move_pages(pid, pages, None, 0).map_err(ops_error)
     }
@@ -65,6 +89,22 @@ impl MemoryOps for HostMemoryOps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_give_ascending_ranges_without_vsyscall() {
+        let m = "200000000000-200004000000 rw-p 00000000 00:00 0 \n\
+                 55556f348000-55556f38b000 rw-p 00000000 00:00 0                          [heap]\n\
+                 7ffefb6a1000-7ffefb6c2000 rw-p 00000000 00:00 0                          [stack]\n\
+                 ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+        assert_eq!(
+            parse_maps(m),
+            vec![
+                (0x2000_0000_0000, 0x2000_0400_0000),
+                (0x5555_6f34_8000, 0x5555_6f38_b000),
+                (0x7ffe_fb6a_1000, 0x7ffe_fb6c_2000),
+            ]
+        );
+    }
 
     #[test]
     fn zoneinfo_watermarks_per_node() {

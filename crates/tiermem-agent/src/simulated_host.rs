@@ -375,7 +375,7 @@ pub fn changed_files(
         .get(&format!("{KDAMONDS}/nr_kdamonds"))
         .is_some_and(|v| v.trim() == "0");
     let kernel_owned = |p: &str| {
-        KERNEL_COUNTERS.iter().any(|c| p == *c)
+        KERNEL_COUNTERS.contains(&p)
             || ignore_prefix.is_some_and(|i| p.starts_with(i))
             || p.strip_prefix(KDAMONDS).is_some_and(|rest| {
                 let sub = rest.trim_start_matches('/');

@@ -12,7 +12,7 @@ use tiermem_lab::{experiment, experiment_file};
 pub struct ExperimentArgs {
     /// A built-in name (see --list) or an experiment TOML file.
     pub name: Option<String>,
-    /// Output directory (with --all: one subdirectory per experiment).
+    /// Output directory (with --suite or --all: one subdirectory per experiment).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// List the built-in experiments.
@@ -33,6 +33,11 @@ pub struct ExperimentArgs {
     /// of seeds; `tiermem validate --seeds N` takes a count.)
     #[arg(long, value_delimiter = ',', value_name = "SEED,...")]
     pub seeds: Option<Vec<u64>>,
+    /// Run every variant for this simulated time instead of its config's (`10s`, or
+    /// seconds): a quick check of a long experiment; the report says so, and figures that
+    /// depend on the run's length are not the experiment's.
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::parse_seconds)]
+    pub duration: Option<f64>,
 }
 
 #[derive(Args)]
@@ -90,7 +95,49 @@ pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
     } else {
         a.suite
     };
-    cmd_experiment(a.name, a.out, a.list, suite, a.no_plots, a.seeds)
+    cmd_experiment(
+        a.name,
+        a.out,
+        a.list,
+        suite,
+        a.no_plots,
+        Overrides {
+            seeds: a.seeds,
+            duration_s: a.duration,
+        },
+    )
+}
+
+/// What the command line changes in every experiment it runs.
+struct Overrides {
+    seeds: Option<Vec<u64>>,
+    duration_s: Option<f64>,
+}
+
+impl Overrides {
+    fn apply(&self, e: &mut experiment::Experiment) -> Result<(), Failure> {
+        if let Some(seeds) = &self.seeds {
+            e.seeds = seeds.clone();
+        }
+        if let Some(d) = self.duration_s {
+            for v in &mut e.variants {
+                tiermem_core::config::set_path(
+                    &mut v.config,
+                    "duration",
+                    toml::Value::String(format!("{d}s")),
+                )
+                .map_err(input)?;
+            }
+            e.notes.insert(
+                0,
+                format!(
+                    "Run for {d} simulated seconds per variant (--duration), not the experiment's own length: \
+                     a check that it runs, not its results."
+                ),
+            );
+        }
+        Ok(())
+    }
 }
 
 pub fn tune(a: TuneArgs) -> Result<(), Failure> {
@@ -225,7 +272,7 @@ fn cmd_experiment(
     list: bool,
     suite: Option<String>,
     no_plots: bool,
-    seeds: Option<Vec<u64>>,
+    overrides: Overrides,
 ) -> Result<(), Failure> {
     if list {
         print_list();
@@ -251,10 +298,8 @@ fn cmd_experiment(
             vec![(named_experiment(&name)?, None)]
         }
     };
-    if let Some(seeds) = seeds {
-        for (e, _) in &mut runs {
-            e.seeds = seeds.clone();
-        }
+    for (e, _) in &mut runs {
+        overrides.apply(e)?;
     }
     if let Some(s) = &suite {
         eprintln!(
@@ -342,7 +387,7 @@ fn named_experiment(name: &str) -> Result<experiment::Experiment, Failure> {
     experiment_file::from_file(p).map_err(input)
 }
 
-/// What one experiment run came to, for standard error and the `--all` index.
+/// What one experiment run came to, for standard error and a suite's index.
 struct Outcome {
     name: String,
     headline: String,

@@ -480,15 +480,11 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
             ticks: a.ticks,
         });
     }
-    let cfg = match &a.config {
-        Some(p) => Some(AgentConfig::from_file(p)?),
-        None => None,
-    };
     if a.restore {
         let path = a
             .state_file
             .clone()
-            .or_else(|| cfg.as_ref().map(|c| c.state_file.clone()))
+            .or_else(|| a.config.as_deref().map(restore_state_file))
             .unwrap_or_else(|| PathBuf::from("/run/tiermem/agent.state"));
         if std::fs::symlink_metadata(&path).is_err() {
             println!("nothing to restore ({} does not exist)", path.display());
@@ -501,6 +497,10 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
         }
         return Ok(());
     }
+    let cfg = match &a.config {
+        Some(p) => Some(AgentConfig::from_file(p)?),
+        None => None,
+    };
     let Some(cfg) = cfg else {
         return Err(input(
             "--config",
@@ -517,6 +517,28 @@ pub fn cmd_agent(a: AgentArgs) -> Result<(), Error> {
             events: None,
         },
     )
+}
+
+/// The state file `--restore --config FILE` restores: the config's `state_file`. Restoring
+/// must not depend on the config being valid (a config broken after the agent was killed
+/// would leave the host changed), so a config the agent refuses is read only for that key,
+/// and a file without it (or not TOML at all) means the default, with a warning.
+fn restore_state_file(config: &std::path::Path) -> PathBuf {
+    match AgentConfig::from_file(config) {
+        Ok(c) => c.state_file,
+        Err(e) => {
+            let lenient = std::fs::read_to_string(config)
+                .ok()
+                .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+                .and_then(|t| t.get("state_file")?.as_str().map(PathBuf::from));
+            let path = lenient.unwrap_or_else(|| PathBuf::from("/run/tiermem/agent.state"));
+            eprintln!(
+                "tiermem: warning: {e}; restoring from {} all the same",
+                path.display()
+            );
+            path
+        }
+    }
 }
 
 pub fn cmd_exec(a: ExecArgs) -> Result<(), Error> {

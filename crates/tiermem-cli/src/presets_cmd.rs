@@ -61,7 +61,7 @@ fn as_config(
     let mut in_body = false;
     for line in preset.lines() {
         let t = line.trim_start();
-        if !in_body && !(t.is_empty() || t.starts_with('#')) {
+        if !(in_body || t.is_empty() || t.starts_with('#')) {
             in_body = true;
             body.push_str("[machine]\n");
         }

@@ -171,6 +171,55 @@ fn a_second_agent_is_refused_and_kill_9_is_undone_by_restore() {
     assert_restored(&root, &state);
 }
 
+/// After kill -9, `--restore --config FILE` restores even when FILE has been broken since
+/// (as the systemd unit runs it before a restart): the state file is read from the config's
+/// `state_file` all the same.
+#[test]
+fn restore_does_not_need_the_config_to_be_valid() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fake_host(&root);
+    let state = d.path().join("custom.state");
+    let cfg = d.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "interval = \"50ms\"\nstate_file = {:?}\n[numa_balancing]\nmode = \"tiering\"\ndemotion_enabled = true\n[ksm]\nrun = 1\npages_to_scan = 500\n",
+            state.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut agent = Command::new(bin())
+        .args(["agent", "--root"])
+        .arg(&root)
+        .arg("--config")
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_applied(&root, &mut agent);
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    // The operator edits the config meanwhile and gets a key wrong.
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, format!("{text}[ksm_typo]\nrun = 2\n")).unwrap();
+    let o = Command::new(bin())
+        .args(["agent", "--restore", "--root"])
+        .arg(&root)
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("ksm_typo") && err.contains("restoring from"),
+        "{err}"
+    );
+    assert_restored(&root, &state);
+}
+
 /// `tiermem workload run` refuses a DAMON context it cannot run live before writing
 /// anything: exit code 2, the key named, every knob and DAMON sysfs as they were.
 #[test]

@@ -239,7 +239,15 @@ fn the_user_tiering_example_reports_its_controller() {
         .lines()
         .find(|l| l.starts_with("tiering controller: promoted "))
         .unwrap_or_else(|| panic!("no controller line in: {out}"));
-    assert!(line.contains("demoted 256MiB"), "{line}");
+    assert!(line.contains("promoted 64MiB"), "{line}");
+    // The whole cold region went to the CXL node (with some of the process's other idle
+    // pages: heap, stacks).
+    let csv = std::fs::read_to_string(d.path().join("timeline.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let last: Vec<&str> = csv.lines().last().unwrap().split(',').collect();
+    let col = |name: &str| last[head.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(col("app.cold.N1"), "65536", "{line}");
+    assert_eq!(col("app.cold.N0"), "0", "{line}");
 }
 
 /// A PNG file's signature.

@@ -10,6 +10,9 @@
 //! notes = ["a sentence for the report"]
 //! seeds = [4, 5, 6, 7]             # optional: every variant once per seed, means ± sd
 //!
+//! [tolerance.floors]               # optional: widen ±25 % for a metric (with the reason)
+//! "slowdown_pct" = { value = 0.5, why = "the published runs' spread" }
+//!
 //! [[variants]]
 //! name = "wsf-10"
 //! set = { "kernel.watermark_scale_factor" = 10 }   # dotted paths into the base config
@@ -37,10 +40,11 @@
 //! explain = "why the simulated change differs from the published one"
 //! ```
 //!
-//! The report holds every published figure to ±25 % and every published change to ±25 % or
-//! ±3 points ([`crate::published`]); an `explain` is shown beside a figure outside, so that
-//! a reader sees why (a `[[derive]]` row takes `explain` too, for its `best-of` figures).
-//! An `explain` must name a figure that has a published value.
+//! The report holds every published figure and every published change to ±25 %, or to the
+//! file's `[tolerance]` floor for its metric ([`crate::published`]); an `explain` is shown
+//! beside a figure outside, so that a reader sees why (a `[[derive]]` row takes `explain`
+//! too, for its `best-of` figures). An `explain` must name a figure that has a published
+//! value.
 //!
 //! [`to_toml`] writes an experiment in this form (the base is the first variant's config,
 //! each variant the paths where its config differs), so a generated experiment can be

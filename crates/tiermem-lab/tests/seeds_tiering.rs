@@ -30,7 +30,12 @@ fn suite_steps(name: &str) -> Option<Vec<(String, String, String, bool)>> {
             .filter(|s| s["expect"].as_str() != Some("reported"))
             .map(|s| {
                 let f = |k: &str| s[k].as_str().unwrap_or_default().to_string();
-                (f("from"), f("to"), f("metric"), s["holds"].as_bool() == Some(true))
+                (
+                    f("from"),
+                    f("to"),
+                    f("metric"),
+                    s["holds"].as_bool() == Some(true),
+                )
             })
             .collect(),
     )

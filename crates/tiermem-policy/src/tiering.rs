@@ -66,8 +66,15 @@ impl std::error::Error for OpsError {}
 
 /// Page placement and movement, what the controller needs of a substrate. Contract:
 /// `query` and `move_to` take page-aligned addresses of process `pid` (`move_pages(2)`'s
-/// arguments); statuses are node ids or negative errnos, one per page.
+/// arguments); statuses are node ids or negative errnos, one per page. `mappings` is called
+/// once per target and tick, before any `query` of that target.
 pub trait MemoryOps {
+    /// The address ranges `[start, end)` of `pid`'s mappings (its VMAs), ascending. The
+    /// controller looks for pages only inside them: DAMON's vaddr regions also cover the
+    /// gaps between mappings (the three regions of `__damon_va_three_regions` keep all but
+    /// the two biggest gaps), which on a host include about a terabyte between the mmap
+    /// area and the stack.
+    fn mappings(&mut self, pid: i32) -> Result<Vec<(u64, u64)>, OpsError>;
     fn query(&mut self, pid: i32, pages: &[usize]) -> Result<Vec<i32>, OpsError>;
     fn move_to(&mut self, pid: i32, pages: &[usize], node: u32) -> Result<Vec<i32>, OpsError>;
     /// Free bytes of a node now.
@@ -181,6 +188,10 @@ pub struct Controller {
     /// Regions (pid, start, end, hot?) found with nothing to move, and until when they are
     /// not examined again: a steady state costs no page queries.
     settled: BTreeMap<(i32, u64, u64, bool), u64>,
+    /// Regions whose last full scan found pages to move: scanned in full again, without the
+    /// sample first, since a sample of a region nearly done (the last granule of a cold
+    /// region a quota window cut off) would miss what is left and settle it.
+    in_progress: std::collections::BTreeSet<(i32, u64, u64, bool)>,
     /// When each 2 MiB granule (pid, granule index) was last inside a region DAMON saw
     /// accessed. A region's boundaries drift as DAMON splits and merges it, so a cold
     /// region can reach into pages that were hot a moment ago (seen in the VM: a region
@@ -212,6 +223,7 @@ impl Controller {
             dq_start_ms: now_ms,
             dq_bytes: 0,
             settled: BTreeMap::new(),
+            in_progress: std::collections::BTreeSet::new(),
             last_accessed: std::collections::HashMap::new(),
         }
     }
@@ -327,6 +339,9 @@ impl Controller {
         now_ms: u64,
         scanned: &mut usize,
     ) -> bool {
+        if self.in_progress.contains(&key) {
+            return true;
+        }
         let Some(sample) = sample_pages(all, now_ms) else {
             return true;
         };
@@ -358,14 +373,37 @@ impl Controller {
         self.refill(now_ms);
         self.adjust_threshold(now_ms);
         let (hot, cold) = self.classify(targets);
+        let mut maps: BTreeMap<i32, Vec<(u64, u64)>> = BTreeMap::new();
+        for &pid in targets.keys() {
+            match ops.mappings(pid) {
+                Ok(m) => {
+                    maps.insert(pid, m);
+                }
+                Err(e) => tracing::debug!(pid, error = %e, "no mappings (process gone?)"),
+            }
+        }
+        let hot: PidRegions = hot
+            .into_iter()
+            .filter(|(p, _)| maps.contains_key(p))
+            .collect();
+        let cold: PidRegions = cold
+            .into_iter()
+            .filter(|(p, _)| maps.contains_key(p))
+            .collect();
         let mut scanned = 0usize;
         self.settled.retain(|_, until| *until > now_ms);
+        // Forget regions DAMON has split or merged away.
+        self.in_progress.retain(|(pid, start, end, _)| {
+            targets
+                .get(pid)
+                .is_some_and(|rs| rs.iter().any(|r| r.start == *start && r.end == *end))
+        });
         if self.p.demote {
             self.note_accessed(now_ms, targets);
         }
-        self.promote_hot(now_ms, &hot, ops, &mut scanned);
+        self.promote_hot(now_ms, &hot, &maps, ops, &mut scanned);
         if self.p.demote {
-            self.demote_cold(now_ms, &cold, ops, &mut scanned);
+            self.demote_cold(now_ms, &cold, &maps, ops, &mut scanned);
         }
         Ok(())
     }
@@ -458,6 +496,7 @@ impl Controller {
         &mut self,
         now_ms: u64,
         hot: &[(i32, Region)],
+        maps: &BTreeMap<i32, Vec<(u64, u64)>>,
         ops: &mut dyn MemoryOps,
         scanned: &mut usize,
     ) {
@@ -471,11 +510,14 @@ impl Controller {
             let mut found = false;
             // Whole 2 MiB granules around a hot region: a THP at its edge moves whole, so it
             // is listed (and charged to the rate limit) whole.
-            let all = pages_of(&Region {
-                start: r.start / HPAGE_SIZE * HPAGE_SIZE,
-                end: r.end.div_ceil(HPAGE_SIZE) * HPAGE_SIZE,
-                ..*r
-            });
+            let all = pages_of(
+                &Region {
+                    start: r.start / HPAGE_SIZE * HPAGE_SIZE,
+                    end: r.end.div_ceil(HPAGE_SIZE) * HPAGE_SIZE,
+                    ..*r
+                },
+                &maps[pid],
+            );
             if !self.worth_full_scan(ops, *pid, &all, &slow, key, now_ms, scanned) {
                 continue;
             }
@@ -504,7 +546,10 @@ impl Controller {
                 self.stats.candidate_bytes += cands.len() as u64 * PAGE_SIZE;
                 self.promote(*pid, &cands, ops);
             }
-            if !found {
+            if found {
+                self.in_progress.insert(key);
+            } else {
+                self.in_progress.remove(&key);
                 self.settled.insert(key, now_ms + RECHECK_MS);
             }
         }
@@ -516,6 +561,7 @@ impl Controller {
         &mut self,
         now_ms: u64,
         cold: &[(i32, Region)],
+        maps: &BTreeMap<i32, Vec<(u64, u64)>>,
         ops: &mut dyn MemoryOps,
         scanned: &mut usize,
     ) {
@@ -528,7 +574,7 @@ impl Controller {
             let mut found = false;
             // Only whole 2 MiB granules of a cold region: a THP straddling its edge may be
             // partly hot, and move_pages would drag all of it along.
-            let all = full_granule_pages(r);
+            let all = full_granule_pages(r, &maps[pid]);
             if !self.worth_full_scan(ops, *pid, &all, &fast, key, now_ms, scanned) {
                 continue;
             }
@@ -573,7 +619,10 @@ impl Controller {
                     }
                 }
             }
-            if !found {
+            if found {
+                self.in_progress.insert(key);
+            } else {
+                self.in_progress.remove(&key);
                 self.settled.insert(key, now_ms + RECHECK_MS);
             }
         }
@@ -649,24 +698,34 @@ pub fn cut_at_granule(pages: &[usize], n: usize) -> usize {
     }
 }
 
-/// The pages of a region's whole 2 MiB granules (all pages when it holds fewer than two).
-fn full_granule_pages(r: &Region) -> Vec<usize> {
+/// The mapped pages of a region's whole 2 MiB granules (all its mapped pages when it holds
+/// fewer than two granules).
+fn full_granule_pages(r: &Region, maps: &[(u64, u64)]) -> Vec<usize> {
     let s = r.start.div_ceil(HPAGE_SIZE) * HPAGE_SIZE;
     let e = r.end / HPAGE_SIZE * HPAGE_SIZE;
     if e < s + 2 * HPAGE_SIZE {
-        return pages_of(r);
+        return pages_of(r, maps);
     }
-    pages_of(&Region {
-        start: s,
-        end: e,
-        ..*r
-    })
+    pages_of(
+        &Region {
+            start: s,
+            end: e,
+            ..*r
+        },
+        maps,
+    )
 }
 
-fn pages_of(r: &Region) -> Vec<usize> {
-    let start = r.start.div_ceil(PAGE_SIZE) * PAGE_SIZE;
-    (start..r.end)
-        .step_by(PAGE_SIZE as usize)
+/// The pages of `r` inside the mappings `maps` (ascending ranges).
+fn pages_of(r: &Region, maps: &[(u64, u64)]) -> Vec<usize> {
+    let first = maps.partition_point(|&(_, end)| end <= r.start);
+    maps[first..]
+        .iter()
+        .take_while(|&&(start, _)| start < r.end)
+        .flat_map(|&(start, end)| {
+            let a = r.start.max(start).div_ceil(PAGE_SIZE) * PAGE_SIZE;
+            (a..r.end.min(end)).step_by(PAGE_SIZE as usize)
+        })
         .map(|a| a as usize)
         .collect()
 }
@@ -681,10 +740,18 @@ mod tests {
         free: BTreeMap<u32, u64>,
         wmark: u64,
         moves: u64,
+        /// The process's mappings (default: the whole user address space).
+        mapped: Vec<(u64, u64)>,
+        /// Pages queried so far.
+        queried: usize,
     }
 
     impl MemoryOps for FakePages {
+        fn mappings(&mut self, _pid: i32) -> Result<Vec<(u64, u64)>, OpsError> {
+            Ok(self.mapped.clone())
+        }
         fn query(&mut self, _pid: i32, pages: &[usize]) -> Result<Vec<i32>, OpsError> {
+            self.queried += pages.len();
             Ok(pages
                 .iter()
                 .map(|p| *self.node_of.get(p).unwrap_or(&-2))
@@ -742,6 +809,8 @@ mod tests {
             free: [(0, 1 << 30), (1, 1 << 30)].into_iter().collect(),
             wmark: 1 << 20,
             moves: 0,
+            mapped: vec![(0, 1 << 47)],
+            queried: 0,
         }
     }
 
@@ -927,6 +996,34 @@ mod tests {
         assert_eq!(c.stats.demoted_bytes, 3 * g as u64);
     }
 
+    /// DAMON's regions span the gaps between mappings (about a terabyte between the mmap
+    /// area and the stack on a host): only the mapped pages of a region are looked at, so a
+    /// gap neither costs a page list of its size nor uses up the tick's scan budget.
+    #[test]
+    fn only_the_mapped_pages_of_a_region_are_queried() {
+        let g = (HPAGE_SIZE / PAGE_SIZE) as usize;
+        // 2 granules mapped on the slow node, then a 1 TiB gap, then 2 more.
+        let far = (1usize << 40) + 4 * HPAGE_SIZE as usize;
+        let mut layout = pages(0, 2 * g, 1);
+        layout.extend(pages(far, 2 * g, 1));
+        let mut f = fake(layout);
+        f.mapped = vec![
+            (0, 2 * HPAGE_SIZE),
+            (far as u64, far as u64 + 2 * HPAGE_SIZE),
+        ];
+        let mut p = params();
+        p.rate_limit_bytes_per_s = 1 << 30;
+        let mut c = Controller::new(p, 0);
+        let hot = region(0, (far / PAGE_SIZE as usize + 2 * g) as u64, 20, 0);
+        c.tick(0, &of_pid1(vec![hot]), &mut f).unwrap();
+        assert_eq!(c.stats.promoted_bytes, 4 * HPAGE_SIZE, "both ends promoted");
+        assert!(
+            f.queried <= 4 * g + SAMPLE_PAGES,
+            "{} pages queried",
+            f.queried
+        );
+    }
+
     #[test]
     fn settled_regions_are_not_requeried_until_recheck() {
         let mut f = fake(pages(0, 10, 0));
@@ -953,6 +1050,9 @@ mod tests {
         let t = of_pid1(vec![region(0, 4096, 20, 0)]);
         struct Counting<'a>(&'a mut FakePages, usize);
         impl MemoryOps for Counting<'_> {
+            fn mappings(&mut self, pid: i32) -> Result<Vec<(u64, u64)>, OpsError> {
+                self.0.mappings(pid)
+            }
             fn query(&mut self, pid: i32, p: &[usize]) -> Result<Vec<i32>, OpsError> {
                 self.1 += p.len();
                 self.0.query(pid, p)
@@ -1003,7 +1103,7 @@ mod tests {
             nr_accesses: 0,
             age: 0,
         };
-        let f = full_granule_pages(&r);
+        let f = full_granule_pages(&r, &[(0, 1 << 47)]);
         assert_eq!(f.first().copied(), Some(g));
         assert_eq!(f.len(), 1024);
     }

@@ -8,10 +8,11 @@ use tiermem_core::mempolicy::{MemPolicy, PolicyMode};
 use tiermem_core::synthetic::{KsmContent, SyntheticConfig};
 use tiermem_core::units::PAGE_SIZE;
 
-/// Where the first region goes: the regions follow one another with one unmapped page
-/// between two (so the kernel keeps their VMAs apart), as the simulator lays out a
-/// process's data mappings (`tiermem_core::layout`).
-const LAYOUT_BASE: usize = tiermem_core::layout::DATA_BASE as usize;
+/// Where the first region goes; the others follow as `tiermem_core::layout` lays out a
+/// simulated process's mappings (1 GiB-aligned, 2 GiB apart at least, so that the kernel
+/// never merges two regions' VMAs). 32 TiB: clear of PIE executables and their heap
+/// (`ELF_ET_DYN_BASE`, about 0x5555_5555_0000) and of the mmap area below the stack.
+const LAYOUT_BASE: usize = 0x2000_0000_0000;
 /// `MADV_MERGEABLE` (include/uapi/asm-generic/mman-common.h).
 const MADV_MERGEABLE: i32 = 12;
 
@@ -40,13 +41,13 @@ pub fn layout(s: &SyntheticConfig) -> Vec<MappedRegion> {
 
 fn layout_at(s: &SyntheticConfig, base: usize) -> Vec<MappedRegion> {
     let starts =
-        tiermem_core::layout::lay_out(s.regions.iter().map(|r| (r.name.as_str(), r.pages())));
+        tiermem_core::layout::lay_out_from(base as u64, s.regions.iter().map(|r| r.pages()));
     s.regions
         .iter()
         .zip(starts)
         .map(|(r, start)| MappedRegion {
             name: r.name.clone(),
-            addr: start as usize - LAYOUT_BASE + base,
+            addr: start as usize,
             len: r.pages() as usize * PAGE_SIZE as usize,
         })
         .collect()
@@ -206,10 +207,7 @@ mod tests {
         // Away from the layout base, which the runner's own test maps concurrently.
         let m = map_at(&s, LAYOUT_BASE + (64 << 30)).unwrap();
         assert_eq!(m.regions.len(), 2);
-        assert_eq!(
-            m.regions[1].addr,
-            m.regions[0].addr + m.regions[0].len + PAGE_SIZE as usize
-        );
+        assert!(m.regions[1].addr >= m.regions[0].addr + m.regions[0].len + (1 << 30));
         assert_eq!(m.regions[0].pages(), 16);
         populate(&m.regions[0], fill_word(s.regions[0].ksm, 0, 0), 0);
         populate(&m.regions[1], None, 1);

@@ -409,12 +409,13 @@ fn make_kdamonds(
     }
     if let Some(p) = cfg.reclaim.as_ref().and_then(|r| r.processes.as_ref()) {
         // The agent's [reclaim.processes]: its kdamond, as `tiermem agent` builds it.
+        let targets = cfg.selected_workloads(&p.targets);
         let nc = tiermem_damon::modules::NamedContext {
             name: "reclaim-processes".into(),
             cfg: tiermem_core::damon::ContextConfig {
                 ops: tiermem_core::damon::OpsKind::Vaddr,
                 attrs: p.attrs.clone(),
-                target_workloads: cfg.selected_workloads(&p.targets),
+                target_workloads: targets,
                 regions: Vec::new(),
                 schemes: vec![p.scheme()],
                 record: false,

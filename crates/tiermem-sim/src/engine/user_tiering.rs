@@ -28,6 +28,15 @@ struct SimMemory<'a> {
 }
 
 impl MemoryOps for SimMemory<'_> {
+    /// The process's VMAs, as `/proc/PID/maps` lists them.
+    fn mappings(&mut self, pid: i32) -> Result<Vec<(u64, u64)>, OpsError> {
+        let p = self.proc_of(pid)?;
+        Ok(self.kernel.procs()[p as usize]
+            .vmas
+            .iter()
+            .map(|v| (v.start, v.start + v.pages as u64 * PAGE_SIZE))
+            .collect())
+    }
     fn query(&mut self, pid: i32, pages: &[usize]) -> Result<Vec<i32>, OpsError> {
         let p = self.proc_of(pid)?;
         Ok(self.kernel.move_pages(p, pages, None))

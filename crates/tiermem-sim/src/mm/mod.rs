@@ -377,8 +377,8 @@ impl Kernel {
     }
 
     /// Create a process with the given VMAs (name, size in pages, optional VMA policy),
-    /// at the addresses Linux would give them ([`tiermem_core::layout`]: data mappings one
-    /// after another, the heap, the mmap area and the stack where a process has them).
+    /// laid out as [`tiermem_core::layout`] says (1 GiB-aligned, 2 GiB apart at least, as
+    /// the live runner maps its regions).
     pub fn add_process(
         &mut self,
         name: String,
@@ -402,9 +402,7 @@ impl Kernel {
             ));
         }
         self.budget.add_process(&name, pages)?;
-        let starts = tiermem_core::layout::lay_out(
-            vmas.iter().map(|(n, pages, _)| (n.as_str(), *pages as u64)),
-        );
+        let starts = tiermem_core::layout::lay_out(vmas.iter().map(|(_, pages, _)| *pages as u64));
         let mut total = 0u32;
         let mut out = Vec::new();
         for ((vname, pages, pol), start) in vmas.into_iter().zip(starts) {
