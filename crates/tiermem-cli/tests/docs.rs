@@ -193,3 +193,42 @@ fn crates_depend_only_in_the_directions_of_the_map() {
     }
     assert_eq!(seen, allowed.len());
 }
+
+/// The docs say what is true now; the project's history is git's. A doc or experiment file
+/// that narrates it ("the fourth session's run", "(was 29.0)") is caught here.
+#[test]
+fn docs_state_the_present_not_the_projects_history() {
+    let root = repo();
+    let mut files = vec![root.join("README.md")];
+    for dir in ["docs", "docs/recordings", "experiments", "configs/examples"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "md" || x == "toml") {
+                files.push(p);
+            }
+        }
+    }
+    let ordinal = [
+        "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+        "tenth", "eleventh", "twelfth", "teenth", "tieth", "earlier", "previous", "last", "this",
+        "same",
+    ];
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap().to_lowercase();
+        for (i, line) in text.lines().enumerate() {
+            let words: Vec<&str> = line
+                .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                .filter(|w| !w.is_empty())
+                .collect();
+            let narrates = words.windows(2).any(|w| {
+                (w[1] == "session" || w[1] == "session's" || w[1] == "sessions")
+                    && ordinal.iter().any(|o| w[0].ends_with(o))
+            }) || line.contains("(was ");
+            if narrates {
+                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "history in the docs:\n{}", bad.join("\n"));
+}

@@ -170,3 +170,50 @@ fn damo_configs_import_and_export() {
     std::fs::write(&cfg, "[numa_balancing]\nmode = \"tiering\"\n").unwrap();
     bad(&tiermem(&["damon", "export", s(&cfg)]), "no [damon] table");
 }
+
+/// configs/examples/damon-record.toml shows what its comment says: after the first seconds
+/// DAMON sees the hot and the warm region apart from the idle one (most of the hot and a
+/// good part of the warm mapping in regions found accessed, the idle one never), and
+/// `report access` says how much it monitors.
+#[test]
+fn the_damon_record_example_shows_its_three_regions() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    ok(&tiermem(&["sim", s(&example()), "--out", s(&run)]));
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("damon.json")).unwrap()).unwrap();
+    let snaps = rec[0]["snapshots"].as_array().unwrap();
+    // The example's mappings: hot 32 MiB, warm 128 MiB, idle 256 MiB, laid out as the
+    // simulator lays out a process.
+    let mib = 256u64; // pages per MiB
+    let starts = tiermem_core::layout::lay_out([32 * mib, 128 * mib, 256 * mib]);
+    let vma = |i: usize, pages: u64| (starts[i], starts[i] + pages * 4096);
+    let (hot, warm, idle) = (vma(0, 32 * mib), vma(1, 128 * mib), vma(2, 256 * mib));
+    // The mean share of a mapping that lies in regions found accessed, from 2 s on.
+    let share = |(a, b): (u64, u64)| -> f64 {
+        let later = &snaps[20..];
+        later
+            .iter()
+            .map(|sn| {
+                let bytes: u64 = sn["regions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|r| r["nr_accesses"]["samples"].as_u64().unwrap() > 0)
+                    .map(|r| {
+                        let (s0, e0) = (r["start"].as_u64().unwrap(), r["end"].as_u64().unwrap());
+                        e0.min(b).saturating_sub(s0.max(a))
+                    })
+                    .sum();
+                bytes as f64 / (b - a) as f64
+            })
+            .sum::<f64>()
+            / later.len() as f64
+    };
+    let (h, w, i) = (share(hot), share(warm), share(idle));
+    assert!(h > 0.9, "hot: {h:.2} of it seen accessed");
+    assert!(w > 0.3, "warm: {w:.2} of it seen accessed");
+    assert!(i < 0.02, "idle: {i:.2} of it seen accessed");
+    let access = ok(&tiermem(&["report", "access", s(&run)]));
+    assert!(access.contains("GiB monitored"), "{access}");
+}
