@@ -19,7 +19,7 @@ source tests/vm/lib.sh
 
 vm_tools
 vm_kernel
-vm_static_tiermem
+vm_tiermem
 cargo build --release --locked -q -p tiermem-cli
 HOST_BIN=$REPO/target/release/tiermem
 

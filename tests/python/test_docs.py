@@ -2,7 +2,7 @@
 the blocks of one file in order in one namespace (a later block may use what an earlier one
 made), in a scratch directory that sees the repository's configs and experiments.
 
-A block is marked as the shell blocks are (crates/tiermem-cli/tests/snippets.rs): an HTML
+A block is marked as the shell blocks are (crates/tiermem-cli/tests/it/snippets.rs): an HTML
 comment on the line before it, ``<!-- not run: why -->`` or ``<!-- slow: why -->`` (run only
 with TIERMEM_SLOW=1 or in CI).
 """

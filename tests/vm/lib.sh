@@ -1,7 +1,7 @@
-# Shared pieces of the VM scripts (sourced): host tools, Debian's 6.12 kernel, a static
-# tiermem, and an initramfs holding them. Sets REPO (the checkout) and CACHE
-# ($TIERMEM_VM_CACHE, default target/vm).
-# Functions: vm_tools, vm_kernel (sets VMLINUZ), vm_static_tiermem (sets TIERMEM_VM_BIN),
+# Shared pieces of the VM scripts (sourced): host tools, Debian's 6.12 kernel, the tiermem
+# binary with the shared libraries it needs, and an initramfs holding them. Sets REPO (the
+# checkout) and CACHE ($TIERMEM_VM_CACHE, default target/vm).
+# Functions: vm_tools, vm_kernel (sets VMLINUZ), vm_tiermem (sets TIERMEM_VM_BIN),
 # vm_root ROOT (directories, busybox, the boot prologue), vm_initrd ROOT OUT (packs a root
 # directory that has /init).
 
@@ -40,14 +40,25 @@ vm_kernel() {
   log "kernel $VMLINUZ"
 }
 
-vm_static_tiermem() {
+vm_tiermem() {
   if [[ -z "${TIERMEM_VM_BIN:-}" ]]; then
-    log "building static tiermem"
-    RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p tiermem-cli \
-      --target x86_64-unknown-linux-gnu --target-dir "$REPO/target/vm-static" >&2
-    TIERMEM_VM_BIN=$REPO/target/vm-static/x86_64-unknown-linux-gnu/release/tiermem
+    # The release build every other step uses (no second build): the initramfs gets the
+    # shared libraries it links (vm_initrd).
+    log "building tiermem (release)"
+    cargo build --release --locked -p tiermem-cli >&2
+    TIERMEM_VM_BIN=$REPO/target/release/tiermem
   fi
-  file "$TIERMEM_VM_BIN" | grep -Eq 'static(ally|-pie) linked' || { echo "error: $TIERMEM_VM_BIN is not static" >&2; return 1; }
+  [[ -x "$TIERMEM_VM_BIN" ]] || { echo "error: no tiermem binary at $TIERMEM_VM_BIN" >&2; return 1; }
+}
+
+# vm_libs BIN ROOT: the shared libraries BIN loads (its ELF interpreter included), copied to
+# the same paths under ROOT; nothing for a static binary.
+vm_libs() {
+  local lib
+  for lib in $(ldd "$1" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' | sort -u); do
+    mkdir -p "$2$(dirname "$lib")"
+    cp -L "$lib" "$2$lib"
+  done
 }
 
 # vm_root ROOT: the directories every guest mounts on, busybox, and tests/vm/guest-boot.sh
@@ -58,12 +69,15 @@ vm_root() {
   cp "$REPO/tests/vm/guest-boot.sh" "$1/bin/guest-boot.sh"
 }
 
-# vm_initrd ROOT OUT: vm_root, the static tiermem when vm_static_tiermem found one, then
-# pack ROOT into OUT.
+# vm_initrd ROOT OUT: vm_root, the tiermem of vm_tiermem (when it set one) with its shared
+# libraries, then pack ROOT into OUT.
 vm_initrd() {
   local root=$1 out=$2
   vm_root "$root"
-  [[ -z "${TIERMEM_VM_BIN:-}" ]] || strip -o "$root/bin/tiermem" "$TIERMEM_VM_BIN"
+  if [[ -n "${TIERMEM_VM_BIN:-}" ]]; then
+    strip -o "$root/bin/tiermem" "$TIERMEM_VM_BIN"
+    vm_libs "$TIERMEM_VM_BIN" "$root"
+  fi
   chmod +x "$root/init"
   (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$out"
 }

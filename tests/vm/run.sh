@@ -4,7 +4,7 @@
 # Boots Debian's 6.12 kernel under QEMU (TCG software emulation) twice: with 2 NUMA nodes
 # (DRAM + a CPU-less slow node) and with 3 (DRAM + two CPU-less nodes), each with HMAT
 # latency/bandwidth figures, and runs tests/vm/guest.sh inside a busybox initramfs holding a
-# static `tiermem` and static C test programs. Each scenario prints PASS/FAIL; the script
+# `tiermem` (with the shared libraries it links) and static C test programs. Each scenario prints PASS/FAIL; the script
 # fails when any scenario fails or a VM does not finish.
 #
 # Needs root for apt-get (or the packages already installed): qemu-system-x86,
@@ -15,11 +15,11 @@ cd "$(dirname "$0")/../.."
 source tests/vm/lib.sh
 TIMEOUT=${TIERMEM_VM_TIMEOUT:-600}
 
-# 1-3. Host tools, Debian's 6.12 kernel (the version the meta-package currently names), a
-# static tiermem (static glibc; no musl toolchain download needed).
+# 1-3. Host tools, Debian's 6.12 kernel (the version the meta-package currently names), the
+# release tiermem with the shared libraries it links.
 vm_tools
 vm_kernel
-vm_static_tiermem
+vm_tiermem
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

@@ -26,6 +26,32 @@ use tiermem_core::ConfigError;
 
 pub const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
 
+/// Write a command (`update_schemes_stats`, `update_schemes_tried_regions`, ...) to
+/// `state` of the kdamond at `kd`. The kernel takes one command at a time for all kdamonds
+/// (6.12 `damon_sysfs_handle_cmd`: EBUSY while another writer's command waits for its
+/// kdamond), so another process asking at the same moment (a second agent, `damon
+/// status`, damo) makes the write fail with EBUSY: it is retried for up to
+/// [`COMMAND_BUSY_WAIT`].
+pub fn state_command(fs: &HostFs, kd: &str, cmd: &str) -> Result<(), Error> {
+    let path = format!("{kd}/state");
+    let t0 = std::time::Instant::now();
+    loop {
+        match fs.write(&path, cmd) {
+            Err(Error::Io { source, .. })
+                if source.raw_os_error() == Some(libc::EBUSY)
+                    && t0.elapsed() < COMMAND_BUSY_WAIT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// How long [`state_command`] retries a busy kernel: a command waits for its kdamond's next
+/// `after_aggregation` (or `after_wmarks_check`) callback, an aggregation interval or two.
+pub const COMMAND_BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Which operations set implements each DAMOS action in the kernel the agent targets
 /// (6.12: `damon_va_apply_scheme`, `damon_pa_apply_scheme`); elsewhere the action applies
 /// nothing, so the agent refuses it. (paddr has no `cold`; vaddr migration came in 6.16.)
@@ -603,8 +629,9 @@ impl DamonSysfs {
     /// Ask the kernel to fill `tried_regions` of every scheme of kdamond `k`, then read
     /// scheme `s`'s regions.
     pub fn tried_regions(&self, k: usize, s: usize) -> Result<Vec<Region>, Error> {
-        self.fs.write(
-            &format!("{KDAMONDS}/{k}/state"),
+        state_command(
+            &self.fs,
+            &format!("{KDAMONDS}/{k}"),
             "update_schemes_tried_regions",
         )?;
         let dir = format!("{KDAMONDS}/{k}/contexts/0/schemes/{s}/tried_regions");
@@ -624,16 +651,14 @@ impl DamonSysfs {
 
     /// Refresh and read scheme `s`'s statistics.
     pub fn scheme_stats(&self, k: usize, s: usize) -> Result<SchemeStats, Error> {
-        self.fs
-            .write(&format!("{KDAMONDS}/{k}/state"), "update_schemes_stats")?;
+        state_command(&self.fs, &format!("{KDAMONDS}/{k}"), "update_schemes_stats")?;
         self.read_scheme_stats(k, s)
     }
 
     /// Refresh the statistics of kdamond `k` once (the kdamond copies them at its next
     /// check; the write returns after) and read its schemes `0..nr`.
     pub fn schemes_stats(&self, k: usize, nr: usize) -> Result<Vec<SchemeStats>, Error> {
-        self.fs
-            .write(&format!("{KDAMONDS}/{k}/state"), "update_schemes_stats")?;
+        state_command(&self.fs, &format!("{KDAMONDS}/{k}"), "update_schemes_stats")?;
         (0..nr).map(|s| self.read_scheme_stats(k, s)).collect()
     }
 

@@ -9,7 +9,7 @@
 //! commands to each running kdamond's `state` first (the only writes; they change no
 //! setting).
 
-use crate::damon::KDAMONDS;
+use crate::damon::{state_command, KDAMONDS};
 use crate::fs::HostFs;
 use crate::Error;
 use serde::Serialize;
@@ -65,9 +65,9 @@ pub fn read(fs: &HostFs, update: bool, regions: bool) -> Result<Vec<KdamondStatu
             .trim()
             .to_string();
         if update && state == "on" {
-            fs.write(&format!("{kd}/state"), "update_schemes_stats")?;
+            state_command(fs, &kd, "update_schemes_stats")?;
             if regions {
-                fs.write(&format!("{kd}/state"), "update_schemes_tried_regions")?;
+                state_command(fs, &kd, "update_schemes_tried_regions")?;
             }
         }
         let pid = fs

@@ -860,7 +860,7 @@ pub fn summaries(kd: &[Kdamond], sim_seconds: f64) -> Vec<KdamondSummary> {
 mod tests {
     use super::*;
 
-    /// tests/damon.rs's DAMON_RECLAIM run, cut to 100 ms: enough for pages to be resident.
+    /// tests/it/damon.rs's DAMON_RECLAIM run, cut to 100 ms: enough for pages to be resident.
     fn reclaim_100ms() -> String {
         let text = include_str!("../../tests/data/damon-reclaim.toml");
         assert!(

@@ -15,7 +15,7 @@
 //!
 //! The mechanisms' modules implement methods of [`Kernel`]; they import the kernel (their
 //! parent) and [`mem`], and each other only one way (`numa` keeps `numa_scan`'s per-VMA
-//! scan state), so there are no import circles among them (`tests/module_circles.rs` of
+//! scan state), so there are no import circles among them (`tests/it/module_circles.rs` of
 //! tiermem-cli checks every crate).
 
 pub mod alloc;

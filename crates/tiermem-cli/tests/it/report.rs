@@ -1,9 +1,7 @@
 //! `tiermem report heatmap|wss|access` on a simulated DAMON record, and `tiermem damon
 //! import|export` of damo's kdamond configs: outputs, and bad inputs exiting with code 2.
 
-mod common;
-
-use common::{bad, ok, s, tiermem};
+use crate::common::{bad, ok, s, tiermem};
 use std::path::{Path, PathBuf};
 
 fn example() -> PathBuf {

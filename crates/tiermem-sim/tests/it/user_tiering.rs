@@ -4,7 +4,7 @@
 
 use tiermem_core::config::SimConfig;
 
-const EXAMPLE: &str = include_str!("../../../configs/examples/user-tiering.toml");
+const EXAMPLE: &str = include_str!("../../../../configs/examples/user-tiering.toml");
 
 /// (time, column) series of a timeline CSV.
 fn column(csv: &str, name: &str) -> Vec<(f64, f64)> {

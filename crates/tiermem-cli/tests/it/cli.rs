@@ -1,9 +1,7 @@
 //! CLI behaviour: bad input exits with code 2 and names the file and key; good runs write
 //! their outputs; same seed, same summary.json bytes.
 
-mod common;
-
-use common::{bad, json, ok, s, tiermem};
+use crate::common::{bad, json, ok, s, tiermem};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -581,7 +579,7 @@ fn durations_on_the_command_line_take_units_and_refuse_negatives() {
             .arg(d.path().join("x"))
             .output()
             .unwrap();
-        common::bad(&o, "--duration");
+        crate::common::bad(&o, "--duration");
     }
 }
 

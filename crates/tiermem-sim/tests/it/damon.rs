@@ -116,7 +116,7 @@ fn access_checks_per_sample_never_exceed_max_nr_regions_whatever_the_memory_size
     }
 }
 
-const RECLAIM: &str = include_str!("data/damon-reclaim.toml");
+const RECLAIM: &str = include_str!("../data/damon-reclaim.toml");
 
 #[test]
 fn damon_reclaim_pages_out_cold_memory_and_reports_module_stats() {

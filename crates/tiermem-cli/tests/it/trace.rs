@@ -1,9 +1,7 @@
 //! `tiermem trace`: import → info → replay keep the source's access counts; bad inputs
 //! exit with code 2 and say where; a real program recorded under Valgrind end to end.
 
-mod common;
-
-use common::{bad, json, ok, s, tiermem};
+use crate::common::{bad, json, ok, s, tiermem};
 use std::path::Path;
 use std::process::{Command, Output};
 
