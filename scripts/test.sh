@@ -12,6 +12,12 @@ if [[ "${CI:-}" == "true" || "${TIERMEM_SLOW:-}" == "1" ]]; then
   extra=(-- --include-ignored)
   # promtool checks the agent's metrics exposition (Debian's prometheus package); without
   # it that test applies only its built-in rules.
+  # The exact capture's tests record programs under qemu-user (Debian's qemu-user).
+  if ! command -v qemu-x86_64 >/dev/null && command -v apt-get >/dev/null; then
+    echo "==> installing qemu-user (the exact capture's recorder)"
+    apt-get install -y --no-install-recommends qemu-user >/dev/null 2>&1 \
+      || echo "warning: qemu-user not installed; the capture tests will fail"
+  fi
   if ! command -v promtool >/dev/null && command -v apt-get >/dev/null; then
     echo "==> installing promtool (Debian package prometheus)"
     apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \

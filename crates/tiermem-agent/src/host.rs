@@ -122,6 +122,8 @@ pub struct HostTopology {
     /// Why `computed` is absent, when it is.
     pub computed_note: Option<String>,
     pub settings: KernelSettings,
+    /// cpu0's data caches (`/sys/devices/system/cpu/cpu0/cache`), when the kernel lists them.
+    pub caches: Option<crate::cpu_caches::HostCaches>,
 }
 
 impl HostTopology {
@@ -318,6 +320,7 @@ pub fn compute_tiers(nodes: &[HostNode]) -> Result<ComputedTiers, String> {
         },
         cpu_per_access: SimDuration::from_ns(50),
         remote_latency: Default::default(),
+        caches: None,
     };
     let topo = Topology::new(&cfg).map_err(|e| e.to_string())?;
     Ok(ComputedTiers {
@@ -438,6 +441,7 @@ pub fn read_host(fs: &HostFs) -> Result<HostTopology, Error> {
         computed,
         computed_note,
         settings: read_settings(fs)?,
+        caches: crate::cpu_caches::read_caches(fs)?,
     })
 }
 

@@ -32,6 +32,7 @@ pub mod agent;
 pub mod allow;
 pub mod config;
 pub mod controller;
+pub mod cpu_caches;
 pub mod damo_config;
 pub mod damon;
 pub mod damon_record;

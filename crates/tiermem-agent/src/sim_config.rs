@@ -106,9 +106,39 @@ fn write_machine(o: &mut String, h: &HostTopology) {
     if h.nodes.iter().all(|n| n.distances.len() == h.nodes.len()) {
         let _ = writeln!(o, "distances = [{}]", rows.join(", "));
     }
+    write_caches(o, h);
     for n in &h.nodes {
         write_node(o, n);
     }
+}
+
+/// `[machine.caches]` from cpu0's caches; the kernel gives no latencies, so the generic
+/// hierarchy's are written, marked `# default`. Nothing when the host lists no caches (the
+/// simulator then uses its generic hierarchy).
+fn write_caches(o: &mut String, h: &HostTopology) {
+    let Some(c) = &h.caches else {
+        let _ = writeln!(
+            o,
+            "# no CPU cache information under /sys/devices/system/cpu/cpu0/cache: the simulator's generic caches apply"
+        );
+        return;
+    };
+    let g = tiermem_core::caches::Hierarchy::generic(1);
+    let levels = [
+        ("l1d", &c.l1d, g.l1d.latency),
+        ("l2", &c.l2, g.l2.latency),
+        ("llc", &c.llc, g.llc.latency),
+    ];
+    for (name, hc, latency) in levels {
+        let line = format!(
+            "caches.{name} = {{ size = \"{}KiB\", ways = {}, latency = \"{}ns\" }}",
+            hc.whole_sets() >> 10,
+            hc.ways,
+            latency.ps() as f64 / 1e3
+        );
+        let _ = writeln!(o, "{}", commented(&line, "latency: default"));
+    }
+    let _ = writeln!(o, "caches.llc_cores = {}", c.llc.shared_cpus);
 }
 
 fn write_node(o: &mut String, n: &HostNode) {
@@ -187,6 +217,32 @@ mod tests {
             cfg.machine.distances,
             Some(vec![vec![10, 20], vec![20, 10]])
         );
+    }
+
+    #[test]
+    fn the_hosts_caches_become_the_machines() {
+        use crate::cpu_caches::{HostCache, HostCaches};
+        let t = crate::host::fake_two_node();
+        let mut h = crate::host::read_host(&t.fs()).unwrap();
+        let c = |size, ways, shared_cpus| HostCache {
+            size,
+            ways,
+            shared_cpus,
+        };
+        h.caches = Some(HostCaches {
+            l1d: c(48 << 10, 12, 2),
+            l2: c(2 << 20, 16, 2),
+            llc: c(105 << 20, 15, 2),
+        });
+        let text = sim_config(&h).unwrap();
+        let cfg = tiermem_core::config::SimConfig::from_toml_str(&text, "host.toml")
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let caches = cfg.machine.caches.expect("caches written");
+        assert_eq!(
+            caches.llc.map(|l| (l.size.0, l.ways)),
+            Some((105 << 20, 15))
+        );
+        assert_eq!(caches.llc_cores, Some(2));
     }
 
     #[test]

@@ -31,6 +31,13 @@ pub struct BenchArgs {
     /// engine either way.
     #[arg(long, value_enum, default_value_t = Engine::Access)]
     pub engine: Engine,
+    /// Time the exact capture instead: run the program after `--` natively (best of three)
+    /// and under `trace record --tool qemu` into a temporary trace, and print the slowdown.
+    #[arg(long, conflicts_with_all = ["size", "tiering", "trace", "seed_001"])]
+    pub capture: bool,
+    /// The program and its arguments for `--capture`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 /// `sim.engine` values the bench runs.
@@ -50,6 +57,12 @@ impl Engine {
 }
 
 pub fn run(a: BenchArgs) -> Result<(), Failure> {
+    if a.capture {
+        return bench_capture(&a.command);
+    }
+    if !a.command.is_empty() {
+        return Err(input("a program after `--` is only for --capture"));
+    }
     if a.seed_001 {
         return bench_seed_001(a.duration, a.engine);
     }
@@ -269,6 +282,9 @@ fn cmd_bench(
         "  accesses per wall second (all)    {:.2} M",
         res.summary.accesses as f64 / wall / 1e6
     );
+    if trace.is_some() {
+        print_replay(&res.summary.workloads, wall);
+    }
     let limit = host_rmw_limit();
     println!(
         "  host limit (random RMW, 120 MiB)  {:.2} M per second, one core",
@@ -322,4 +338,75 @@ fn host_rmw_limit() -> f64 {
     }
     std::hint::black_box(&table);
     N as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// A trace bench's replay rate: the trace's accesses (cache hits included) per wall second,
+/// and what the CPU caches did with them.
+fn print_replay(workloads: &[tiermem_sim::workload::WorkloadResult], wall: f64) {
+    for w in workloads {
+        if let tiermem_sim::workload::WorkloadResult::Trace {
+            accesses, cache, ..
+        } = w
+        {
+            println!(
+                "  replayed accesses per wall second {:.2} M (each through the CPU caches)",
+                *accesses as f64 / wall.max(1e-9) / 1e6
+            );
+            if let Some(c) = cache {
+                // Per line accessed (an access may span several lines).
+                let all = (c.l1_hits + c.l2_hits + c.llc_hits + c.misses).max(1) as f64;
+                println!(
+                    "  lines served: L1 {:.1} %, L2 {:.1} %, LLC {:.1} %, memory {:.1} %; {} lines prefetched, {} written back",
+                    c.l1_hits as f64 / all * 100.0,
+                    c.l2_hits as f64 / all * 100.0,
+                    c.llc_hits as f64 / all * 100.0,
+                    c.misses as f64 / all * 100.0,
+                    c.prefetched,
+                    c.writebacks
+                );
+            }
+        }
+    }
+}
+
+/// `bench --capture -- PROG ARGS`: the exact capture's slowdown over a native run of the
+/// same program, both measured now. The program's output is discarded.
+fn bench_capture(command: &[String]) -> Result<(), Failure> {
+    if command.is_empty() {
+        return Err(input("--capture needs a program after `--`"));
+    }
+    crate::capture::resolve_program(&command[0])?;
+    let run_native = || -> Result<f64, Failure> {
+        let t0 = std::time::Instant::now();
+        let st = std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| input(format!("cannot run {}: {e}", command[0])))?;
+        if !st.success() {
+            return Err(input(format!("{} exited with {st}", command[0])));
+        }
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    let native = (0..3)
+        .map(|_| run_native())
+        .collect::<Result<Vec<f64>, Failure>>()?
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    let dir = tempfile::tempdir().map_err(|e| Failure {
+        code: 1,
+        err: anyhow::anyhow!("cannot create a temporary directory: {e}"),
+    })?;
+    let out = dir.path().join("capture.tmt");
+    let t0 = std::time::Instant::now();
+    crate::capture::record_qemu_with(&out, "qemu-x86_64", command, std::process::Stdio::null())?;
+    let capture = t0.elapsed().as_secs_f64();
+    println!("bench --capture: {}", command.join(" "));
+    println!("  native run (best of 3)            {native:.3} s");
+    println!("  exact capture (qemu plugin)       {capture:.3} s");
+    println!(
+        "  slowdown                          {:.1}x (target <= 50x)",
+        capture / native.max(1e-9)
+    );
+    Ok(())
 }

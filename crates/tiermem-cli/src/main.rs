@@ -15,6 +15,7 @@ use tiermem_sim::engine::{Progress, Simulation};
 
 mod agent_sim;
 mod bench_cmd;
+mod capture;
 mod experiment_cmd;
 mod live;
 mod presets_cmd;

@@ -66,8 +66,11 @@ fn as_config(
             body.push_str("[machine]\n");
         }
         let out = if in_body { &mut body } else { &mut head };
-        if t == "[[nodes]]" {
-            out.push_str("[[machine.nodes]]\n");
+        // The preset's tables are the machine's: `[[nodes]]`, `[caches]`.
+        if let Some(table) = t.strip_prefix("[[").and_then(|r| r.strip_suffix("]]")) {
+            out.push_str(&format!("[[machine.{table}]]\n"));
+        } else if let Some(table) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            out.push_str(&format!("[machine.{table}]\n"));
         } else {
             out.push_str(line);
             out.push('\n');

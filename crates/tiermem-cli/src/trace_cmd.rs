@@ -1,5 +1,6 @@
 //! `tiermem trace import|info|record|heatmap`: the command-line front of `tiermem-trace`.
 
+use crate::capture::{import_to, report_import, trace_failure};
 use crate::{input, Failure};
 use clap::{Subcommand, ValueEnum};
 use std::io::Read;
@@ -7,10 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tiermem_trace::champsim::{self, ChampSimOptions};
 use tiermem_trace::damo::{self, DamoOptions};
-use tiermem_trace::format::{TimeUnit, TraceWriter};
+use tiermem_trace::format::TimeUnit;
 use tiermem_trace::lackey::{self, LackeyOptions};
 use tiermem_trace::pinatrace::{self, PinOptions};
-use tiermem_trace::{ImportStats, TraceError};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
@@ -22,6 +22,8 @@ pub enum Format {
     Champsim,
     /// `damo record` JSON or zlib-compressed JSON (json / json_compressed).
     Damo,
+    /// The raw stream of tiermem's QEMU plugin (`qemu-x86_64 -plugin qemu_mem.so PROG 3>FILE`).
+    Qemu,
 }
 
 #[derive(Subcommand)]
@@ -61,17 +63,25 @@ pub enum TraceCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Run a program under Valgrind Lackey and convert its trace on the fly (no text on disk).
+    /// Run a program and record every memory access it makes, converted on the fly: under
+    /// QEMU user-mode emulation with tiermem's plugin (default; tens of times slower than
+    /// native), or under Valgrind Lackey (thousands of times slower).
     Record {
         /// Output trace file.
         #[arg(long, default_value = "trace.tmt")]
         out: PathBuf,
-        /// Also record instruction fetches as reads.
+        /// The recorder: `qemu` (qemu-user and a C compiler, for the plugin) or `lackey`.
+        #[arg(long, value_enum, default_value_t = Recorder::Qemu)]
+        tool: Recorder,
+        /// Also record instruction fetches as reads (Lackey only).
         #[arg(long)]
         ifetch: bool,
-        /// The valgrind executable.
+        /// The valgrind executable (`--tool lackey`).
         #[arg(long, default_value = "valgrind")]
         valgrind: String,
+        /// The QEMU user-mode emulator (`--tool qemu`).
+        #[arg(long, default_value = "qemu-x86_64")]
+        qemu: String,
         /// The program and its arguments (after `--`).
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -92,8 +102,11 @@ pub enum TraceCmd {
     },
 }
 
-fn trace_failure(e: TraceError) -> Failure {
-    crate::classified(e.is_input_error(), e)
+/// Who records a program's accesses (`trace record --tool`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recorder {
+    Qemu,
+    Lackey,
 }
 
 #[allow(
@@ -163,6 +176,11 @@ pub fn run(cmd: TraceCmd) -> Result<(), Failure> {
                             },
                         )
                     }
+                    Format::Qemu => tiermem_trace::qemu::import(
+                        std::io::BufReader::with_capacity(4 << 20, reader),
+                        &name,
+                        w,
+                    ),
                     Format::Damo => damo::import(
                         reader,
                         &name,
@@ -192,10 +210,20 @@ pub fn run(cmd: TraceCmd) -> Result<(), Failure> {
         }
         TraceCmd::Record {
             out,
+            tool,
             ifetch,
             valgrind,
+            qemu,
             command,
-        } => record(&out, ifetch, &valgrind, &command),
+        } => match tool {
+            Recorder::Lackey => crate::capture::record_lackey(&out, ifetch, &valgrind, &command),
+            Recorder::Qemu => {
+                if ifetch {
+                    return Err(input("--ifetch: only with --tool lackey"));
+                }
+                crate::capture::record_qemu(&out, &qemu, &command)
+            }
+        },
         TraceCmd::Heatmap {
             file,
             out,
@@ -254,84 +282,6 @@ fn refuse_same_file(inp: &Path, output: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Write the trace to a new temporary file beside `output` (created exclusively, so never
-/// through a link), run `f` with a writer on it, finish the trace, then rename it over
-/// `output`: a failed import leaves `output` as it was, and a link at `output` is replaced,
-/// not followed.
-fn import_to(
-    output: &Path,
-    unit: TimeUnit,
-    source: &str,
-    f: impl FnOnce(
-        &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
-    ) -> Result<ImportStats, TraceError>,
-) -> Result<(ImportStats, tiermem_trace::Footer), Failure> {
-    let oname = output.display().to_string();
-    let tmp = {
-        let mut name = std::ffi::OsString::from(".");
-        name.push(
-            output
-                .file_name()
-                .unwrap_or_else(|| std::ffi::OsStr::new("trace")),
-        );
-        name.push(format!(".{}.tmp", std::process::id()));
-        output.with_file_name(name)
-    };
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| Failure {
-            code: 1,
-            err: anyhow::anyhow!("{}: {e}", tmp.display()),
-        })?;
-    let mut w = TraceWriter::with_name(
-        std::io::BufWriter::with_capacity(1 << 20, file),
-        unit,
-        source,
-        &oname,
-    )
-    .map_err(trace_failure)?;
-    let r = f(&mut w).and_then(|st| w.finish().map(|footer| (st, footer)));
-    let r = r.map_err(trace_failure).and_then(|ok| {
-        std::fs::rename(&tmp, output)
-            .map(|()| ok)
-            .map_err(|e| Failure {
-                code: 1,
-                err: anyhow::anyhow!("cannot rename {} to {oname}: {e}", tmp.display()),
-            })
-    });
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
-}
-
-fn report_import(output: &Path, st: &ImportStats, footer: &tiermem_trace::Footer, secs: f64) {
-    let size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
-    println!(
-        "imported {} lines/records ({} instructions, {} skipped, {} malformed) -> {} accesses in {:.2} s ({:.1} M lines/s)",
-        st.lines,
-        st.instructions,
-        st.skipped,
-        st.malformed,
-        footer.records,
-        secs,
-        st.lines as f64 / secs.max(1e-9) / 1e6
-    );
-    println!(
-        "wrote {} ({} bytes, {:.2} bytes/access, {} pages touched)",
-        output.display(),
-        size,
-        if footer.records > 0 {
-            size as f64 / footer.records as f64
-        } else {
-            0.0
-        },
-        footer.pages
-    );
-}
-
 fn print_info(i: &tiermem_trace::info::Info) {
     let unit = match i.time_unit {
         TimeUnit::Instructions => "instructions",
@@ -383,95 +333,4 @@ fn print_info(i: &tiermem_trace::info::Info) {
         .map(|(pg, n)| format!("{:#x}:{n}", pg << 12))
         .collect();
     println!("            hottest pages: {}", hot.join(" "));
-}
-
-/// Run `command` under Valgrind Lackey with its log on a pipe (fd 3 of valgrind) and import
-/// the text as it arrives; the program's own stdout and stderr stay the terminal's.
-/// The program `command` names, as `execvp` would find it (a name with a `/` as a path,
-/// else the first match on `PATH`), refused when it does not exist or is not executable:
-/// Valgrind would only say so in its log and exit, leaving an empty trace behind.
-fn resolve_program(prog: &str) -> Result<PathBuf, Failure> {
-    use std::os::unix::fs::PermissionsExt;
-    let runnable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if prog.contains('/') {
-        let p = PathBuf::from(prog);
-        return match std::fs::metadata(&p) {
-            Err(e) => Err(input(format!("cannot record {prog}: {e}"))),
-            Ok(_) if !runnable(&p) => Err(input(format!(
-                "cannot record {prog}: not an executable file"
-            ))),
-            Ok(_) => Ok(p),
-        };
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(prog))
-        .find(|p| runnable(p))
-        .ok_or_else(|| input(format!("cannot record {prog}: no such program on PATH")))
-}
-
-fn record(out: &Path, ifetch: bool, valgrind: &str, command: &[String]) -> Result<(), Failure> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
-    resolve_program(&command[0])?;
-    let (reader, writer) = std::io::pipe().map_err(|e| Failure {
-        code: 1,
-        err: anyhow::anyhow!("cannot create a pipe: {e}"),
-    })?;
-    let wfd = writer.as_raw_fd();
-    let mut cmd = std::process::Command::new(valgrind);
-    cmd.args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
-        .args(command);
-    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::dup2(wfd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
-        input(format!(
-            "cannot run {valgrind}: {e} (is Valgrind installed?)"
-        ))
-    })?;
-    drop(writer); // the child holds the only write end: EOF when it exits
-    let source = format!("lackey: valgrind {}", command.join(" "));
-    let res = import_to(out, lackey::TIME_UNIT, &source, |w| {
-        lackey::import(
-            reader,
-            "<valgrind lackey>",
-            w,
-            LackeyOptions {
-                ifetch,
-                lenient: false,
-            },
-        )
-    });
-    if res.is_err() {
-        let _ = child.kill();
-    }
-    let status = child.wait().map_err(|e| Failure {
-        code: 1,
-        err: anyhow::anyhow!("waiting for valgrind: {e}"),
-    })?;
-    let (st, footer) = res?;
-    if st.accesses == 0 {
-        let _ = std::fs::remove_file(out);
-        return Err(input(format!(
-            "{valgrind} recorded no access of {} ({status}); nothing written to {}",
-            command[0],
-            out.display()
-        )));
-    }
-    if !status.success() {
-        eprintln!("tiermem: warning: the recorded program (under valgrind) exited with {status}");
-    }
-    report_import(out, &st, &footer, t0.elapsed().as_secs_f64());
-    Ok(())
 }

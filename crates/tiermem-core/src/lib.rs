@@ -25,6 +25,7 @@
 //! assert_eq!(topo.nr_nodes(), 2);
 //! ```
 
+pub mod caches;
 pub mod config;
 pub mod controllers;
 pub mod damon;

@@ -152,6 +152,10 @@ pub struct MachineConfig {
     /// distance, see [`RemoteLatency`]).
     #[serde(default)]
     pub remote_latency: RemoteLatency,
+    /// The CPU caches trace replay puts in front of memory. Default: a Sapphire Rapids class
+    /// hierarchy ([`crate::caches::Hierarchy::generic`]) over each socket's CPUs.
+    #[serde(default)]
+    pub caches: Option<crate::caches::CachesConfig>,
 }
 
 /// How remote-access latency is derived (`[machine] remote_latency`).
@@ -249,12 +253,37 @@ pub struct Topology {
     pub lower_tier_mask: Vec<Vec<NodeId>>,
     /// Allocation fallback order (zonelist) of each node, the node itself first.
     pub fallback: Vec<Vec<NodeId>>,
+    /// `[machine.caches]` as written (None: the generic hierarchy, see [`Topology::caches`]).
+    pub caches_config: Option<crate::caches::CachesConfig>,
 }
 
 impl Topology {
+    /// The caches of the CPUs of `socket`: `[machine.caches]` over the generic hierarchy,
+    /// whose LLC spans the socket's CPUs.
+    pub fn caches(&self, socket: u8) -> crate::caches::Hierarchy {
+        let cores = self
+            .nodes
+            .iter()
+            .filter(|n| n.socket == socket)
+            .map(|n| n.cpus)
+            .sum();
+        self.caches_config.unwrap_or_default().resolve(cores)
+    }
+
     /// Validate a machine config and compute tiers, demotion targets and zonelists.
     pub fn new(cfg: &MachineConfig) -> Result<Topology, ConfigError> {
         check_nodes(cfg)?;
+        if let Some(c) = &cfg.caches {
+            for socket in cfg.nodes.iter().filter(|n| n.cpus > 0).map(|n| n.socket) {
+                let cores = cfg
+                    .nodes
+                    .iter()
+                    .filter(|n| n.socket == socket)
+                    .map(|n| n.cpus)
+                    .sum();
+                c.validate("machine.caches", cores)?;
+            }
+        }
         let distances = distance_matrix(cfg)?;
         let mut nodes: Vec<Node> = cfg
             .nodes
@@ -314,6 +343,7 @@ impl Topology {
             demotion_preferred,
             lower_tier_mask,
             fallback,
+            caches_config: cfg.caches,
         })
     }
 
@@ -668,6 +698,7 @@ mod tests {
             distances: None,
             cross_socket_latency: SimDuration::from_ns(60),
             remote_latency: RemoteLatency::Socket,
+            caches: None,
             adistance: AdistanceSource::Hmat,
             cpu_per_access: SimDuration::from_ns(50),
         }

@@ -49,6 +49,11 @@ pub const TARGETS: &[Target] = &[
         seeds: targets::champsim_seeds,
     },
     Target {
+        name: "qemu",
+        run: targets::qemu,
+        seeds: targets::qemu_seeds,
+    },
+    Target {
         name: "damo",
         run: targets::damo,
         seeds: targets::damo_seeds,

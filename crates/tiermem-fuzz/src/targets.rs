@@ -262,6 +262,31 @@ pub fn champsim_seeds() -> Vec<Vec<u8>> {
     with_regressions("champsim", vec![rec])
 }
 
+pub fn qemu(data: &[u8]) -> Result<(), String> {
+    let mut w = sink(tiermem_trace::qemu::TIME_UNIT)?;
+    tiermem_trace::qemu::import(data, "fuzz", &mut w).map_err(|e| e.to_string())?;
+    w.finish().map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Two threads' blocks as the plugin writes them.
+pub fn qemu_seeds() -> Vec<Vec<u8>> {
+    let block = |vcpu: u32, recs: &[(u64, u64)]| {
+        let mut b = b"TMQ1".to_vec();
+        b.extend_from_slice(&vcpu.to_le_bytes());
+        b.extend_from_slice(&(recs.len() as u32).to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        for &(i, a) in recs {
+            b.extend_from_slice(&i.to_le_bytes());
+            b.extend_from_slice(&a.to_le_bytes());
+        }
+        b
+    };
+    let mut s = block(0, &[(3, 0x1000 | 3 << 56), (9, 0x2000 | 1 << 60)]);
+    s.extend(block(1, &[(1, 0x7fff_0000 | 2 << 56)]));
+    with_regressions("qemu", vec![s])
+}
+
 pub fn damo(data: &[u8]) -> Result<(), String> {
     let mut w = sink(TimeUnit::Ns)?;
     let opts = DamoOptions {

@@ -396,6 +396,11 @@ impl<W: Write> TraceWriter<W> {
         self.footer.records
     }
 
+    /// Replace the footer's `source` (a recorder states what it measured once it is done).
+    pub fn set_source(&mut self, source: &str) {
+        self.footer.source = source.to_string();
+    }
+
     /// Flush the last chunk, write the footer and trailer; returns the footer.
     pub fn finish(mut self) -> Result<Footer, TraceError> {
         let last = self.prev_time;

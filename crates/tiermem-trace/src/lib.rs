@@ -33,6 +33,7 @@ pub mod format;
 pub mod info;
 pub mod lackey;
 pub mod pinatrace;
+pub mod qemu;
 pub mod report;
 mod textbuf;
 

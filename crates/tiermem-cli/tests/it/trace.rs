@@ -68,17 +68,45 @@ fn import_info_replay_keep_access_counts() {
     assert_eq!(info["last_time"], 1500); // the last access follows instruction 1500
     let text = ok(&tiermem(&["trace", "info", s(&tmt)]));
     assert!(text.contains("popularity"), "{text}");
-    // Replay once: the simulation sees exactly the trace's accesses.
+    // Replay once: the simulation sees exactly the trace's accesses, each through the
+    // CPU caches; the engine's memory accesses are what left them.
     let cfg = d.path().join("replay.toml");
     std::fs::write(&cfg, replay_config(&tmt, 0, "")).unwrap();
     let sim_out = d.path().join("out");
     ok(&tiermem(&["sim", s(&cfg), "--out", s(&sim_out)]));
     let summary = json(&std::fs::read_to_string(sim_out.join("summary.json")).unwrap());
-    assert_eq!(summary["accesses"], 2000);
     let w = &summary["workloads"][0];
     assert_eq!(w["type"], "trace");
     assert_eq!(w["accesses"], 2000);
     assert_eq!(w["trace_accesses"], 2000);
+    let c = &w["cache"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("no cache.{k}: {w}"));
+    assert!(
+        n("l1_hits") + n("l2_hits") + n("llc_hits") + n("misses") >= 2000,
+        "{c}"
+    );
+    let memory = summary["accesses"].as_u64().unwrap();
+    assert!(memory > 0 && memory < 2000, "{memory} memory accesses");
+    // Without caches every access is a memory access.
+    let off = d.path().join("replay-off.toml");
+    std::fs::write(
+        &off,
+        replay_config(&tmt, 0, "").replace(
+            "preset = \"small\"",
+            "preset = \"small\"\ncaches = { enabled = false }",
+        ),
+    )
+    .unwrap();
+    ok(&tiermem(&[
+        "sim",
+        s(&off),
+        "--out",
+        s(&d.path().join("out-off")),
+    ]));
+    let summary_off =
+        json(&std::fs::read_to_string(d.path().join("out-off/summary.json")).unwrap());
+    assert_eq!(summary_off["accesses"], 2000);
+    assert!(summary_off["workloads"][0].get("cache").is_none());
     // Every touched page was faulted in once: 424 pages.
     assert_eq!(summary["vmstat"]["pgfault"], 424);
     // Two processes, three loops each.
@@ -229,6 +257,8 @@ fn record_hashsort_under_valgrind_and_replay_with_and_without_tiering() {
     let out = ok(&tiermem(&[
         "trace",
         "record",
+        "--tool",
+        "lackey",
         "--out",
         s(&tmt),
         "--",
@@ -245,40 +275,101 @@ fn record_hashsort_under_valgrind_and_replay_with_and_without_tiering() {
     assert!(info["writes"].as_u64().unwrap() > 10_000, "{info}");
     assert!(info["bytes_per_access"].as_f64().unwrap() < 4.0, "{info}");
     // A filler fills DRAM for the first 300 ms; the program starts at 100 ms and loops.
+    // Its data (~94 KiB) lives in the CPU caches: promoting its pages changes little. With
+    // the caches off, every access pays its node's latency and tiering speeds it up.
     let filler = "[[workloads]]\ntype = \"pmbench\"\nname = \"filler\"\nmapsize = \"63MiB\"\ninitialize = true\ncold = true\nduration = \"300ms\"\n";
-    let mut res = Vec::new();
-    for nb in [0, 2] {
-        let cfg = d.path().join(format!("nb{nb}.toml"));
-        let text = replay_config(&tmt, nb, filler).replace(
-            "name = \"replay\"",
-            "name = \"replay\"\nstart = \"100ms\"\nloops = 0",
-        );
+    // With the caches on most accesses cost a nanosecond or two, so the program is replayed
+    // with ten times its instructions between accesses (`time_scale`): the three simulated
+    // seconds stay a few wall seconds.
+    let run = |nb: u32, caches: &str| {
+        let cfg = d.path().join(format!("nb{nb}{}.toml", caches.len()));
+        let scale = if caches.is_empty() { 10.0 } else { 1.0 };
+        let text = replay_config(&tmt, nb, filler)
+            .replace(
+                "name = \"replay\"",
+                &format!("name = \"replay\"\nstart = \"100ms\"\nloops = 0\ntime_scale = {scale:?}"),
+            )
+            .replace(
+                "preset = \"small\"",
+                &format!("preset = \"small\"\n{caches}"),
+            );
         std::fs::write(&cfg, text).unwrap();
-        let o = d.path().join(format!("out{nb}"));
+        let o = d.path().join(format!("out{nb}-{}", caches.len()));
         ok(&tiermem(&["sim", s(&cfg), "--out", s(&o)]));
-        res.push(json(
-            &std::fs::read_to_string(o.join("summary.json")).unwrap(),
-        ));
-    }
-    let w0 = &res[0]["workloads"][1];
-    let w2 = &res[1]["workloads"][1];
-    assert_eq!(res[0]["vmstat"]["pgpromote_success"], 0);
+        json(&std::fs::read_to_string(o.join("summary.json")).unwrap())
+    };
+    let mean = |r: &serde_json::Value| r["workloads"][1]["mean_access_ns"].as_f64().unwrap();
+    let (c0, c2) = (run(0, ""), run(2, ""));
+    assert_eq!(c0["vmstat"]["pgpromote_success"], 0);
     assert!(
-        res[1]["vmstat"]["pgpromote_success"].as_u64().unwrap() > 10,
+        c2["vmstat"]["pgpromote_success"].as_u64().unwrap() > 10,
         "{}",
-        res[1]["vmstat"]
+        c2["vmstat"]
     );
-    let (m0, m2) = (
-        w0["mean_access_ns"].as_f64().unwrap(),
-        w2["mean_access_ns"].as_f64().unwrap(),
+    let (m0, m2) = (mean(&c0), mean(&c2));
+    assert!(
+        (m2 / m0 - 1.0).abs() < 0.1,
+        "a cache-resident program barely notices tiering: {m2} vs {m0} ns"
     );
+    // Each full pass replays the trace's accesses exactly.
+    assert!(c0["workloads"][1]["accesses"].as_u64().unwrap() >= accesses);
+    let off = "caches = { enabled = false }";
+    let (u0, u2) = (run(0, off), run(2, off));
+    let (m0, m2) = (mean(&u0), mean(&u2));
     assert!(
         m2 < 0.8 * m0,
-        "tiering should speed accesses up: {m2} vs {m0} ns"
+        "without caches tiering should speed accesses up: {m2} vs {m0} ns"
     );
-    assert!(w2["accesses"].as_u64().unwrap() > w0["accesses"].as_u64().unwrap());
-    // Each full pass replays the trace's accesses exactly.
-    assert!(w0["accesses"].as_u64().unwrap() >= accesses);
+    assert!(
+        u2["workloads"][1]["accesses"].as_u64().unwrap()
+            > u0["workloads"][1]["accesses"].as_u64().unwrap()
+    );
+}
+
+/// The same program recorded under QEMU with tiermem's plugin (the default recorder) and
+/// under Valgrind Lackey: the two see the same accesses (QEMU splits a read-modify-write
+/// into a load and a store, Lackey counts it once as `M`), and QEMU's trace carries its
+/// provenance.
+#[test]
+#[ignore = "slow: runs a program under qemu-user and valgrind (~10-30 s)"]
+fn qemu_and_lackey_record_the_same_accesses() {
+    let d = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/hashsort.c");
+    let exe = d.path().join("hashsort");
+    let cc = Command::new("cc")
+        .args(["-O1", "-o", s(&exe), s(&src)])
+        .status()
+        .expect("cc is needed");
+    assert!(cc.success());
+    let info = |tool: &str| {
+        let tmt = d.path().join(format!("{tool}.tmt"));
+        ok(&tiermem(&[
+            "trace",
+            "record",
+            "--tool",
+            tool,
+            "--out",
+            s(&tmt),
+            "--",
+            s(&exe),
+            "3000",
+        ]));
+        json(&ok(&tiermem(&["trace", "info", "--json", s(&tmt)])))
+    };
+    let (q, l) = (info("qemu"), info("lackey"));
+    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap() as f64;
+    let lackey_ops = n(&l, "reads") + n(&l, "writes") + 2.0 * n(&l, "modifies");
+    let qemu_ops = n(&q, "reads") + n(&q, "writes");
+    assert!(
+        (qemu_ops / lackey_ops - 1.0).abs() < 0.15,
+        "qemu {qemu_ops} against lackey {lackey_ops} loads and stores\n{q}\n{l}"
+    );
+    assert!((n(&q, "writes") / (n(&l, "writes") + n(&l, "modifies")) - 1.0).abs() < 0.15);
+    let source = q["source"].as_str().unwrap();
+    assert!(
+        source.starts_with("qemu: ") && source.contains("kernel") && source.contains("capture"),
+        "{source}"
+    );
 }
 
 /// A trace that cannot be read to its end, or that gives no accesses, fails the replay

@@ -22,7 +22,8 @@ use crate::mm::mem::{
 use crate::mm::Kernel;
 use crate::vmstat::Vm;
 use crate::workload::{
-    self, Access, Generator, Step, ThreadReport, WorkloadResult, K_NTWRITE, K_STREAM, NR_KINDS,
+    self, Access, Generator, Step, ThreadReport, WorkloadResult, K_NTWRITE, K_STREAM, K_WRITEBACK,
+    NR_KINDS,
 };
 use crate::SimError;
 use rand_core::{RngCore, SeedableRng};
@@ -48,6 +49,9 @@ struct Thread {
     cpu_node: NodeId,
     mlp: u32,
     cpu_per_access: u64,
+    /// CPU time of a touch (`lines = 0`): 0, but for replayed cache hits the CPU time
+    /// between accesses the trace gives.
+    cpu_per_touch: u64,
     cpu_per_line: u64,
     cpu_per_line_at_run: Option<u64>,
     run_duration: Option<SimDuration>,
@@ -197,6 +201,8 @@ pub struct Summary {
     pub machine: String,
     pub seed: u64,
     pub sim_seconds: f64,
+    /// Memory accesses simulated: for a replayed trace, those that left the CPU caches
+    /// (misses, prefetches, write-backs; the workload's `accesses` counts every one).
     pub accesses: u64,
     pub throughput_accesses_per_s: f64,
     /// Mean loaded memory latency per cache line accessed, ns.
@@ -313,6 +319,7 @@ fn make_threads(
                 cpu_node: s.cpu_node,
                 mlp: s.mlp,
                 cpu_per_access: s.cpu_per_access.ps(),
+                cpu_per_touch: 0,
                 cpu_per_line: if s.cpu_per_line_from_run {
                     0
                 } else {
@@ -602,7 +609,12 @@ impl Simulation {
                     node.read_latency
                 };
                 let remote = topo.idle_latency(th.cpu_node, node.id, write).ps() - l0.ps();
-                let loaded = (l0.ps() as f64 * f) as u64 + remote;
+                // A write-back is posted: it loads the node, the thread does not wait.
+                let loaded = if kind == K_WRITEBACK as usize {
+                    0
+                } else {
+                    (l0.ps() as f64 * f) as u64 + remote
+                };
                 th.lat_raw[n * NR_KINDS + kind] = loaded;
                 th.lat[n * NR_KINDS + kind] = loaded / th.mlp_of(kind).max(1);
             }
@@ -812,14 +824,17 @@ impl Simulation {
 
     /// Execute one thread until its clock reaches `stop`, it blocks, or it finishes.
     fn run_thread(&mut self, ti: usize, stop: u64) -> Result<(), SimError> {
-        // Stores set the dirty bit and the soft-dirty bit KSM reads contents through.
-        const W: u64 = PTE_DIRTY | PTE_SOFTDIRTY;
-        const DIRTY: [u64; NR_KINDS] = [0, W, W, 0, 0, W, W, 0];
+        // Every access sets the accessed bit; stores also the dirty bit and the soft-dirty
+        // bit KSM reads contents through. A cache write-back (kind 3) sets none.
+        const A: u64 = PTE_ACCESSED;
+        const W: u64 = PTE_ACCESSED | PTE_DIRTY | PTE_SOFTDIRTY;
+        const SET: [u64; NR_KINDS] = [A, W, W, 0, A, W, W, A];
         // Bits that must read PRESENT alone for the access to proceed: stores also fault on
-        // write-protected (KSM) pages.
+        // write-protected (KSM) pages; a write-back only on a page no longer mapped.
         const R: u64 = PTE_PRESENT | PTE_PROTNONE;
         const WP: u64 = R | PTE_RDONLY;
-        const FAULT_MASK: [u64; NR_KINDS] = [R, WP, WP, R, R, WP, WP, R];
+        const WB: u64 = PTE_PRESENT;
+        const FAULT_MASK: [u64; NR_KINDS] = [R, WP, WP, WB, R, WP, WP, R];
         loop {
             let th = &mut self.threads[ti];
             if !self.kernel.procs()[th.proc as usize].alive {
@@ -832,6 +847,7 @@ impl Simulation {
                         th.cursor = 0;
                         if let Some(c) = th.gen.batch_cpu_ps() {
                             th.cpu_per_access = c;
+                            th.cpu_per_touch = c;
                         }
                     }
                     Step::RunStart => {
@@ -878,7 +894,7 @@ impl Simulation {
             let start_clock = clock;
             let mut i = th.cursor;
             let n = th.buf.len();
-            let (cpa, cpl) = (th.cpu_per_access, th.cpu_per_line);
+            let (cpa, cpl, cpt) = (th.cpu_per_access, th.cpu_per_line, th.cpu_per_touch);
             let (pace, mut next_slot) = (th.pace, th.next_slot);
             let mut accesses = 0u64;
             let mut lines_total = 0u64;
@@ -904,13 +920,14 @@ impl Simulation {
                     fault = Some(a);
                     break;
                 }
-                ptes[a.idx as usize] = e | PTE_ACCESSED | DIRTY[kind];
+                ptes[a.idx as usize] = e | SET[kind];
                 let slot = pte_node(e) * NR_KINDS + kind;
                 let lines = a.lines as u64;
                 i += 1;
                 if lines == 0 {
-                    // A touch of the thread's own stack or control block (cache-resident):
-                    // no traffic, no CPU beyond the loop's, not one of the paced accesses.
+                    // A touch of a cache-resident line (the thread's own stack, a replayed
+                    // cache hit): no traffic, not one of the paced accesses.
+                    clock += cpt;
                     continue;
                 }
                 next_slot += pace;
@@ -946,6 +963,11 @@ impl Simulation {
         let th = &self.threads[ti];
         let (proc, cpu) = (th.proc, th.cpu_node);
         let pte = self.kernel.procs()[proc as usize].ptes[a.idx as usize];
+        if a.kind == K_WRITEBACK {
+            // The write-back of a page no longer mapped: its data left with the page.
+            self.threads[ti].cursor += 1;
+            return false;
+        }
         // Only a write-protected page lets a read-modify-write's load through; any
         // other fault is the load's (the store retries and may fault again).
         let write = a.kind & 3 != 0 && !(th.gen.stores_load_first() && pte & PTE_RDONLY == 0);
@@ -1062,6 +1084,9 @@ impl Simulation {
                         node.read_latency
                     }
                     .ps() as f64;
+                    if kind == K_WRITEBACK as usize {
+                        continue; // traffic without a stall
+                    }
                     let mlp = th.mlp_of(kind) as f64;
                     mix.stall_ps[n] += l as f64 * l0 / mlp;
                     stall_now += l as f64 * l0 * self.timing.factor[n] / mlp;
@@ -1271,6 +1296,8 @@ impl Simulation {
                     r.run_latency_ps = th.lat_sum - lat;
                     r.run_bytes = th.bytes - bytes;
                 }
+                r.replayed = th.gen.replayed();
+                r.cache = th.gen.cache_stats();
                 r.memused_avg_bytes = th
                     .memused
                     .filter(|m| m.2 > 0)

@@ -4,4 +4,5 @@
 //!   workloads and the kernel put on it (the machine's latency curves), solved as a closed
 //!   loop with the threads' memory-level parallelism.
 
+pub mod cache;
 pub mod timing;

@@ -9,6 +9,10 @@ pub const K_READ: u8 = 0;
 pub const K_WRITE: u8 = 1;
 /// A non-temporal store (write only).
 pub const K_NTWRITE: u8 = 2;
+/// A dirty cache line written back to memory (trace replay's caches): write traffic to the
+/// page's node that neither sets its PTE bits nor takes a fault, as the CPU's write-back of
+/// a physical line does not; dropped if the page is no longer mapped.
+pub const K_WRITEBACK: u8 = 3;
 /// Streaming access: uses the thread's streaming MLP instead of its base MLP.
 pub const K_STREAM: u8 = 4;
 /// Number of latency-table slots per node (kind | stream).

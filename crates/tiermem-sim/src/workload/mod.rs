@@ -27,7 +27,7 @@ use tiermem_core::topology::Topology;
 use tiermem_core::units::{NodeId, SimDuration, SimTime, LINE_SIZE, PAGE_SIZE};
 
 pub use crate::workload::access::{
-    Access, Step, K_NTWRITE, K_READ, K_STREAM, K_WRITE, NR_KINDS, STREAM_MLP,
+    Access, Step, K_NTWRITE, K_READ, K_STREAM, K_WRITE, K_WRITEBACK, NR_KINDS, STREAM_MLP,
 };
 
 const BATCH: usize = 256;
@@ -144,6 +144,22 @@ impl Generator {
     pub fn batch_cpu_ps(&self) -> Option<u64> {
         match self {
             Generator::Trace(g) => Some(g.batch_cpu_ps()),
+            _ => None,
+        }
+    }
+
+    /// What the thread's CPU caches counted, for generators replayed through them.
+    pub fn cache_stats(&self) -> Option<crate::hw::cache::CacheStats> {
+        match self {
+            Generator::Trace(g) => g.cache_stats(),
+            _ => None,
+        }
+    }
+
+    /// Records a replaying generator has replayed (hits included).
+    pub fn replayed(&self) -> Option<u64> {
+        match self {
+            Generator::Trace(g) => Some(g.replayed),
             _ => None,
         }
     }
@@ -788,7 +804,9 @@ pub fn build(
                 topo.cpu_per_access,
                 kernel,
             )?),
-            WorkloadConfig::Trace(t) => threads.extend(build_trace(t, wi, first_cpu, kernel)?),
+            WorkloadConfig::Trace(t) => {
+                threads.extend(build_trace(t, wi, first_cpu, topo, kernel)?)
+            }
         }
     }
     Ok(threads)
@@ -986,6 +1004,7 @@ fn build_trace(
     t: &TraceConfig,
     wi: usize,
     first_cpu: NodeId,
+    topo: &Topology,
     kernel: &mut Kernel,
 ) -> Result<Vec<ThreadSpec>, crate::SimError> {
     let mut threads = Vec::new();
@@ -1000,6 +1019,7 @@ fn build_trace(
         trace_threads.push(0); // an empty trace: one thread that ends at once
     }
     let single = trace_threads.len() == 1;
+    let (caches, share) = trace_caches(t, topo, cpu, trace_threads.len() as u32)?;
     for pi in 0..t.processes {
         let vmas = layout
             .ranges
@@ -1019,16 +1039,47 @@ fn build_trace(
                     Generator::Trace(Box::new(crate::workload::trace_replay::TraceGen::new(
                         layout.clone(),
                         (!single).then_some(tt),
-                        t.cpi,
-                        t.cpu_ghz,
-                        t.time_scale,
-                        t.loops,
+                        t,
+                        caches
+                            .as_ref()
+                            .map(|c| crate::hw::cache::Caches::new(c, share)),
                     ))),
                 )
             });
         }
     }
     Ok(threads)
+}
+
+/// The caches a trace's threads on `cpu` replay through, and how many threads share one
+/// LLC: the program's threads (`processes` × trace threads) up to the cores one LLC spans.
+/// None when the machine's caches are off. Refused when the caches would not fit in
+/// host memory.
+fn trace_caches(
+    t: &TraceConfig,
+    topo: &Topology,
+    cpu: NodeId,
+    threads: u32,
+) -> Result<(Option<tiermem_core::caches::Hierarchy>, u32), crate::SimError> {
+    let socket = topo.nodes.get(cpu.idx()).map_or(0, |n| n.socket);
+    let c = topo.caches(socket);
+    if !c.enabled {
+        return Ok((None, 1));
+    }
+    let span = c.llc_cores.max(1);
+    let share = (t.processes.saturating_mul(threads)).clamp(1, span);
+    let all = t.processes as u64 * threads as u64;
+    let bytes = all.saturating_mul(crate::hw::cache::Caches::host_bytes(&c, share));
+    if bytes > 8 << 30 {
+        return Err(crate::SimError::Config(tiermem_core::ConfigError::invalid(
+            "machine.caches",
+            format!(
+                "the caches of {all} replaying threads would take {} GiB of host memory (at most 8)",
+                bytes >> 30
+            ),
+        )));
+    }
+    Ok((Some(c), share))
 }
 
 /// Apply a workload's `mbind` calls (now, or queued for their time) and populate its
@@ -1067,6 +1118,10 @@ pub struct ThreadReport {
     /// kdamond CPU time over the thread's measured phase as a share of one CPU, percent
     /// (damon-tests' per-run `kdamond_cpu_util`), from the timeline samples in it.
     pub kdamond_cpu_pct: Option<f64>,
+    /// Records a replaying thread replayed over its whole life, hits included.
+    pub replayed: Option<u64>,
+    /// What the thread's CPU caches counted (trace replay).
+    pub cache: Option<crate::hw::cache::CacheStats>,
 }
 
 /// Results of one workload.
@@ -1169,7 +1224,7 @@ pub enum WorkloadResult {
         name: String,
         processes: u32,
         threads: u32,
-        /// Accesses replayed (all processes and threads).
+        /// Accesses replayed (all processes and threads), cache hits included.
         accesses: u64,
         /// Accesses of one pass over the trace, times processes.
         trace_accesses: u64,
@@ -1177,8 +1232,12 @@ pub enum WorkloadResult {
         run_seconds: f64,
         /// Replayed accesses per simulated second (all threads).
         accesses_per_s: f64,
-        /// Mean time per access, ns (CPU time from the trace plus memory latency).
+        /// Mean time per replayed access, ns (CPU time from the trace, cache hit latencies
+        /// and the memory latency of misses).
         mean_access_ns: f64,
+        /// What the CPU caches did, summed over threads (absent with the caches off).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache: Option<crate::hw::cache::CacheStats>,
     },
 }
 
@@ -1417,8 +1476,12 @@ fn trace_result(t: &TraceConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadRes
     let mut accesses = 0u64;
     let mut run = 0.0f64;
     let mut busy = 0.0f64;
+    let mut cache: Option<crate::hw::cache::CacheStats> = None;
     for r in rs {
-        accesses += r.run_accesses;
+        accesses += r.replayed.unwrap_or(r.run_accesses);
+        if let Some(c) = &r.cache {
+            cache.get_or_insert_with(Default::default).add(c);
+        }
         if let (Some(s), Some(e)) = (r.run_start, r.run_end) {
             let secs = e.since(s).secs_f64();
             run = run.max(secs);
@@ -1446,6 +1509,7 @@ fn trace_result(t: &TraceConfig, wi: usize, rs: &[&ThreadReport]) -> WorkloadRes
         } else {
             0.0
         },
+        cache,
     }
 }
 

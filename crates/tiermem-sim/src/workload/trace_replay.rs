@@ -16,8 +16,21 @@
 //! Sizes: an access touches the 64-byte lines of `[addr, addr + size)` that fall in its
 //! first page (an access straddling a page boundary counts once, on the first page). Lackey
 //! `M` (modify) is a store with read-for-ownership, like every non-temporal-free store.
+//!
+//! Caches (`[machine.caches]`, on unless `enabled = false`): each line goes through the
+//! thread's caches ([`crate::hw::cache`]). What the engine gets for one record:
+//! * a touch of the page (`lines = 0`: PTE bits, faults, no traffic) for a hit, and for
+//!   every store (its dirty bit, its copy-on-write fault);
+//! * the lines that missed as a read (a store's read-for-ownership; its write comes later
+//!   as a write-back);
+//! * the lines the stream prefetcher fetched in that page, as streaming reads;
+//! * each dirty line the LLC evicted, as a write-back ([`K_WRITEBACK`]) to its page.
+//!
+//! An L2 or LLC hit adds its hit latency ÷ `mlp` to the CPU time of the batch. Without
+//! caches every line is a memory access, as the trace records it.
 
-use crate::workload::access::{Access, Step, K_READ, K_WRITE};
+use crate::hw::cache::{CacheStats, Caches, Effects, Level};
+use crate::workload::access::{Access, Step, K_READ, K_STREAM, K_WRITE, K_WRITEBACK};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tiermem_trace::format::{self, Footer, TimeUnit, TraceReader};
@@ -98,6 +111,11 @@ pub struct TraceGen {
     batch_cpu_ps: u64,
     /// Records replayed by this thread.
     pub replayed: u64,
+    /// The thread's caches (None: every line goes to memory).
+    caches: Option<Box<Caches>>,
+    fx: Effects,
+    /// Memory-level parallelism that divides hit latencies.
+    mlp: u64,
     /// A read error that ended the replay.
     error: Option<TraceError>,
 }
@@ -106,11 +124,10 @@ impl TraceGen {
     pub fn new(
         layout: Arc<TraceLayout>,
         thread: Option<u32>,
-        cpi: f64,
-        cpu_ghz: f64,
-        time_scale: f64,
-        loops: u32,
+        t: &tiermem_core::config::TraceConfig,
+        caches: Option<Caches>,
     ) -> TraceGen {
+        let (cpi, cpu_ghz, time_scale, loops) = (t.cpi, t.cpu_ghz, t.time_scale, t.loops);
         let unit_ps = match layout.unit {
             TimeUnit::Instructions => cpi * 1000.0 / cpu_ghz,
             TimeUnit::Ns => 1000.0,
@@ -129,8 +146,16 @@ impl TraceGen {
             last_range: 0,
             batch_cpu_ps: 0,
             replayed: 0,
+            caches: caches.map(Box::new),
+            fx: Effects::default(),
+            mlp: t.mlp.max(1) as u64,
             error: None,
         }
+    }
+
+    /// What the thread's caches counted (None without caches).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.caches.as_ref().map(|c| c.stats)
     }
 
     /// CPU time per access of the last batch, ps.
@@ -190,6 +215,7 @@ impl TraceGen {
             return Step::RunStart;
         }
         let mut gap_units = 0u64;
+        let mut hit_ps = 0u64;
         while out.len() < BATCH {
             if self.reader.is_none() {
                 if !self.forever && self.loops_left == 0 {
@@ -240,25 +266,81 @@ impl TraceGen {
             let off = rec.addr & 4095;
             let first_line = off >> 6;
             let last_line = ((off + rec.size as u64 - 1) >> 6).min(63);
-            out.push(Access {
-                idx,
-                lines: (last_line - first_line + 1) as u8,
-                kind: if rec.kind == Kind::Read {
-                    K_READ
-                } else {
-                    K_WRITE
-                },
-            });
+            let lines = (last_line - first_line + 1) as u8;
+            let write = rec.kind != Kind::Read;
+            match self.caches.as_mut() {
+                None => out.push(Access {
+                    idx,
+                    lines,
+                    kind: if write { K_WRITE } else { K_READ },
+                }),
+                Some(c) => {
+                    hit_ps += through_caches(c, &mut self.fx, out, idx, first_line, lines, write);
+                }
+            }
             self.replayed += 1;
         }
         if out.is_empty() {
             self.done = true;
             return Step::Done;
         }
-        let total = gap_units as f64 * self.ps_per_unit + self.carry;
+        let total = gap_units as f64 * self.ps_per_unit + (hit_ps / self.mlp) as f64 + self.carry;
         let per = (total / out.len() as f64).floor();
         self.carry = total - per * out.len() as f64;
         self.batch_cpu_ps = per as u64;
         Step::Accesses
     }
+}
+
+/// One record's lines through the thread's caches: the accesses the engine gets for it
+/// (module doc) pushed to `out`; returns the hit latency of its L2 and LLC hits, ps.
+fn through_caches(
+    c: &mut Caches,
+    fx: &mut Effects,
+    out: &mut Vec<Access>,
+    idx: u32,
+    first_line: u64,
+    lines: u8,
+    write: bool,
+) -> u64 {
+    let base = (idx as u64) << 6 | first_line;
+    let (mut missed, mut hit_ps) = (0u8, 0u64);
+    for l in 0..lines as u64 {
+        match c.access(base + l, write, fx) {
+            Level::L1 => {}
+            Level::L2 => hit_ps += c.l2_ps,
+            Level::Llc => hit_ps += c.llc_ps,
+            Level::Memory => missed += 1,
+        }
+    }
+    if write || missed == 0 {
+        out.push(Access {
+            idx,
+            lines: 0,
+            kind: if write { K_WRITE } else { K_READ },
+        });
+    }
+    if missed > 0 {
+        out.push(Access {
+            idx,
+            lines: missed,
+            kind: K_READ,
+        });
+    }
+    if fx.prefetched > 0 {
+        out.push(Access {
+            idx,
+            lines: fx.prefetched as u8,
+            kind: K_READ | K_STREAM,
+        });
+        fx.prefetched = 0;
+    }
+    for v in fx.writebacks.drain(..) {
+        out.push(Access {
+            idx: (v >> 6) as u32,
+            lines: 1,
+            kind: K_WRITEBACK,
+        });
+    }
+    hit_ps
 }

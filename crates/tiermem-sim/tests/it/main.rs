@@ -5,4 +5,5 @@ mod damon;
 mod events;
 mod page_cache;
 mod sim;
+mod trace_caches;
 mod user_tiering;

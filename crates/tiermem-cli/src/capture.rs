@@ -1,0 +1,361 @@
+//! `tiermem trace record`: a program's every memory access, recorded under QEMU user-mode
+//! emulation with tiermem's TCG plugin (`capture/qemu_mem.c`, `--tool qemu`) or under
+//! Valgrind Lackey (`--tool lackey`), and converted as it arrives (`tiermem_trace::qemu`,
+//! `tiermem_trace::lackey`) into a trace written beside its destination and renamed over it.
+//!
+//! The plugin's source is part of the binary; it is compiled with the host's C compiler on
+//! first use into `$XDG_CACHE_HOME/tiermem/` (else `~/.cache/tiermem/`), under a name that
+//! carries a hash of the source, so a new tiermem builds its own.
+
+use crate::{input, Failure};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tiermem_trace::format::{TimeUnit, TraceWriter};
+use tiermem_trace::lackey::{self, LackeyOptions};
+use tiermem_trace::{ImportStats, TraceError};
+
+const PLUGIN_SOURCE: &str = include_str!("../capture/qemu_mem.c");
+
+/// FNV-1a of the plugin source: the cache file's name.
+fn source_hash() -> u64 {
+    PLUGIN_SOURCE
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("tiermem")
+}
+
+fn failure(msg: String) -> Failure {
+    Failure {
+        code: 1,
+        err: anyhow::anyhow!(msg),
+    }
+}
+
+/// The compiled plugin, built now if this version's is not in the cache (`$CC`, else `cc`).
+pub fn plugin() -> Result<PathBuf, Failure> {
+    let dir = cache_dir();
+    let so = dir.join(format!("qemu_mem-{:016x}.so", source_hash()));
+    if so.is_file() {
+        return Ok(so);
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failure(format!("cannot create {}: {e}", dir.display())))?;
+    let pid = std::process::id();
+    let src = dir.join(format!(".qemu_mem-{pid}.c"));
+    let tmp = dir.join(format!(".qemu_mem-{pid}.so"));
+    std::fs::write(&src, PLUGIN_SOURCE)
+        .map_err(|e| failure(format!("cannot write {}: {e}", src.display())))?;
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = std::process::Command::new(&cc)
+        .args(["-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .arg("-lpthread")
+        .output();
+    let _ = std::fs::remove_file(&src);
+    match out {
+        Err(e) => Err(failure(format!(
+            "cannot run the C compiler {cc:?} to build tiermem's QEMU plugin: {e} (install gcc, or set CC)"
+        ))),
+        Ok(o) if !o.status.success() => Err(failure(format!(
+            "{cc} could not build tiermem's QEMU plugin:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ))),
+        Ok(_) => std::fs::rename(&tmp, &so)
+            .map(|()| so.clone())
+            .map_err(|e| failure(format!("cannot move the plugin to {}: {e}", so.display()))),
+    }
+}
+
+/// `uname -n` and `-r`: where and on what kernel the capture ran.
+fn host_and_kernel() -> (String, String) {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    };
+    (
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/osrelease"),
+    )
+}
+
+/// Record `command` under `qemu` with the plugin writing to fd 3 (a pipe) and convert the
+/// stream into `out` as it arrives. The trace's `source` says how it was made: recorder,
+/// command, host, kernel and the capture's wall time.
+pub fn record_qemu(out: &Path, qemu: &str, command: &[String]) -> Result<(), Failure> {
+    record_qemu_with(out, qemu, command, std::process::Stdio::inherit())
+}
+
+/// [`record_qemu`] with the program's standard output sent to `stdout`.
+pub fn record_qemu_with(
+    out: &Path,
+    qemu: &str,
+    command: &[String],
+    stdout: std::process::Stdio,
+) -> Result<(), Failure> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    // QEMU does not search PATH: it gets the program's path, and `-0` keeps its argv[0].
+    let program = resolve_program(&command[0])?;
+    let plugin = plugin()?;
+    let (reader, writer) =
+        std::io::pipe().map_err(|e| failure(format!("cannot create a pipe: {e}")))?;
+    let wfd = writer.as_raw_fd();
+    // A larger pipe (the default unprivileged maximum, /proc/sys/fs/pipe-max-size) halves
+    // the context switches between the plugin and the converter; the default still works.
+    // SAFETY: fcntl on a descriptor this process owns.
+    unsafe {
+        libc::fcntl(wfd, libc::F_SETPIPE_SZ, 1 << 20);
+    }
+    let mut cmd = std::process::Command::new(qemu);
+    cmd.arg("-plugin")
+        .arg(&plugin)
+        .arg("-0")
+        .arg(&command[0])
+        .arg(&program)
+        .args(&command[1..])
+        .stdout(stdout);
+    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(wfd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| {
+        input(format!(
+            "cannot run {qemu}: {e} (install Debian's qemu-user, or give --qemu)"
+        ))
+    })?;
+    drop(writer);
+    let (host, kernel) = host_and_kernel();
+    let what = format!("qemu: {qemu} {}", command.join(" "));
+    let res = import_to(out, tiermem_trace::qemu::TIME_UNIT, &what, |w| {
+        let st = tiermem_trace::qemu::import(
+            std::io::BufReader::with_capacity(4 << 20, reader),
+            "<qemu plugin>",
+            w,
+        )?;
+        w.set_source(&format!(
+            "{what}; host {host}; kernel {kernel}; capture {:.3} s",
+            t0.elapsed().as_secs_f64()
+        ));
+        Ok(st)
+    });
+    if res.is_err() {
+        let _ = child.kill();
+    }
+    let status = child
+        .wait()
+        .map_err(|e| failure(format!("waiting for {qemu}: {e}")))?;
+    let (st, footer) = res?;
+    if st.accesses == 0 {
+        let _ = std::fs::remove_file(out);
+        return Err(input(format!(
+            "{qemu} recorded no access of {} ({status}); nothing written to {}",
+            command[0],
+            out.display()
+        )));
+    }
+    if !status.success() {
+        eprintln!("tiermem: warning: the recorded program (under {qemu}) exited with {status}");
+    }
+    report_import(out, &st, &footer, t0.elapsed().as_secs_f64());
+    Ok(())
+}
+
+pub(crate) fn trace_failure(e: TraceError) -> Failure {
+    crate::classified(e.is_input_error(), e)
+}
+
+/// Write the trace to a new temporary file beside `output` (created exclusively, so never
+/// through a link), run `f` with a writer on it, finish the trace, then rename it over
+/// `output`: a failed import leaves `output` as it was, and a link at `output` is replaced,
+/// not followed.
+pub(crate) fn import_to(
+    output: &Path,
+    unit: TimeUnit,
+    source: &str,
+    f: impl FnOnce(
+        &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
+    ) -> Result<ImportStats, TraceError>,
+) -> Result<(ImportStats, tiermem_trace::Footer), Failure> {
+    let oname = output.display().to_string();
+    let tmp = {
+        let mut name = std::ffi::OsString::from(".");
+        name.push(
+            output
+                .file_name()
+                .unwrap_or_else(|| std::ffi::OsStr::new("trace")),
+        );
+        name.push(format!(".{}.tmp", std::process::id()));
+        output.with_file_name(name)
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Failure {
+            code: 1,
+            err: anyhow::anyhow!("{}: {e}", tmp.display()),
+        })?;
+    let mut w = TraceWriter::with_name(
+        std::io::BufWriter::with_capacity(1 << 20, file),
+        unit,
+        source,
+        &oname,
+    )
+    .map_err(trace_failure)?;
+    let r = f(&mut w).and_then(|st| w.finish().map(|footer| (st, footer)));
+    let r = r.map_err(trace_failure).and_then(|ok| {
+        std::fs::rename(&tmp, output)
+            .map(|()| ok)
+            .map_err(|e| Failure {
+                code: 1,
+                err: anyhow::anyhow!("cannot rename {} to {oname}: {e}", tmp.display()),
+            })
+    });
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+pub(crate) fn report_import(
+    output: &Path,
+    st: &ImportStats,
+    footer: &tiermem_trace::Footer,
+    secs: f64,
+) {
+    let size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "imported {} lines/records ({} instructions, {} skipped, {} malformed) -> {} accesses in {:.2} s ({:.1} M lines/s)",
+        st.lines,
+        st.instructions,
+        st.skipped,
+        st.malformed,
+        footer.records,
+        secs,
+        st.lines as f64 / secs.max(1e-9) / 1e6
+    );
+    println!(
+        "wrote {} ({} bytes, {:.2} bytes/access, {} pages touched)",
+        output.display(),
+        size,
+        if footer.records > 0 {
+            size as f64 / footer.records as f64
+        } else {
+            0.0
+        },
+        footer.pages
+    );
+}
+
+/// The program `command` names, as `execvp` would find it (a name with a `/` as a path,
+/// else the first match on `PATH`), refused when it does not exist or is not executable:
+/// Valgrind would only say so in its log and exit, leaving an empty trace behind.
+pub(crate) fn resolve_program(prog: &str) -> Result<PathBuf, Failure> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return match std::fs::metadata(&p) {
+            Err(e) => Err(input(format!("cannot record {prog}: {e}"))),
+            Ok(_) if !runnable(&p) => Err(input(format!(
+                "cannot record {prog}: not an executable file"
+            ))),
+            Ok(_) => Ok(p),
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(prog))
+        .find(|p| runnable(p))
+        .ok_or_else(|| input(format!("cannot record {prog}: no such program on PATH")))
+}
+
+/// Run `command` under Valgrind Lackey with its log on a pipe (fd 3 of valgrind) and import
+/// the text as it arrives; the program's own stdout and stderr stay the terminal's.
+pub(crate) fn record_lackey(
+    out: &Path,
+    ifetch: bool,
+    valgrind: &str,
+    command: &[String],
+) -> Result<(), Failure> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    resolve_program(&command[0])?;
+    let (reader, writer) = std::io::pipe().map_err(|e| Failure {
+        code: 1,
+        err: anyhow::anyhow!("cannot create a pipe: {e}"),
+    })?;
+    let wfd = writer.as_raw_fd();
+    let mut cmd = std::process::Command::new(valgrind);
+    cmd.args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
+        .args(command);
+    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(wfd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| {
+        input(format!(
+            "cannot run {valgrind}: {e} (is Valgrind installed?)"
+        ))
+    })?;
+    drop(writer); // the child holds the only write end: EOF when it exits
+    let source = format!("lackey: valgrind {}", command.join(" "));
+    let res = import_to(out, lackey::TIME_UNIT, &source, |w| {
+        lackey::import(
+            reader,
+            "<valgrind lackey>",
+            w,
+            LackeyOptions {
+                ifetch,
+                lenient: false,
+            },
+        )
+    });
+    if res.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().map_err(|e| Failure {
+        code: 1,
+        err: anyhow::anyhow!("waiting for valgrind: {e}"),
+    })?;
+    let (st, footer) = res?;
+    if st.accesses == 0 {
+        let _ = std::fs::remove_file(out);
+        return Err(input(format!(
+            "{valgrind} recorded no access of {} ({status}); nothing written to {}",
+            command[0],
+            out.display()
+        )));
+    }
+    if !status.success() {
+        eprintln!("tiermem: warning: the recorded program (under valgrind) exited with {status}");
+    }
+    report_import(out, &st, &footer, t0.elapsed().as_secs_f64());
+    Ok(())
+}
