@@ -76,6 +76,36 @@ pub fn plugin() -> Result<PathBuf, Failure> {
     }
 }
 
+/// Spawn `cmd` with fd 3 the write end of a pipe (1 MiB where the kernel allows: fewer
+/// context switches between recorder and converter) and return the child and the read
+/// end; the child holds the only write end, so the reader sees EOF when it exits.
+fn spawn_on_fd3(
+    mut cmd: std::process::Command,
+    cannot_run: impl FnOnce(std::io::Error) -> Failure,
+) -> Result<(std::process::Child, std::io::PipeReader), Failure> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (reader, writer) =
+        std::io::pipe().map_err(|e| failure(format!("cannot create a pipe: {e}")))?;
+    let wfd = writer.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this process owns.
+    unsafe {
+        libc::fcntl(wfd, libc::F_SETPIPE_SZ, 1 << 20);
+    }
+    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(wfd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(cannot_run)?;
+    drop(writer);
+    Ok((child, reader))
+}
+
 /// `uname -n` and `-r`: where and on what kernel the capture ran.
 fn host_and_kernel() -> (String, String) {
     let read = |p: &str| {
@@ -103,20 +133,9 @@ pub fn record_qemu_with(
     command: &[String],
     stdout: std::process::Stdio,
 ) -> Result<(), Failure> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
     // QEMU does not search PATH: it gets the program's path, and `-0` keeps its argv[0].
     let program = resolve_program(&command[0])?;
     let plugin = plugin()?;
-    let (reader, writer) =
-        std::io::pipe().map_err(|e| failure(format!("cannot create a pipe: {e}")))?;
-    let wfd = writer.as_raw_fd();
-    // A larger pipe (the default unprivileged maximum, /proc/sys/fs/pipe-max-size) halves
-    // the context switches between the plugin and the converter; the default still works.
-    // SAFETY: fcntl on a descriptor this process owns.
-    unsafe {
-        libc::fcntl(wfd, libc::F_SETPIPE_SZ, 1 << 20);
-    }
     let mut cmd = std::process::Command::new(qemu);
     cmd.arg("-plugin")
         .arg(&plugin)
@@ -125,22 +144,12 @@ pub fn record_qemu_with(
         .arg(&program)
         .args(&command[1..])
         .stdout(stdout);
-    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::dup2(wfd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
+    let (mut child, reader) = spawn_on_fd3(cmd, |e| {
         input(format!(
             "cannot run {qemu}: {e} (install Debian's qemu-user, or give --qemu)"
         ))
     })?;
-    drop(writer);
     let (host, kernel) = host_and_kernel();
     let what = format!("qemu: {qemu} {}", command.join(" "));
     let res = import_to(out, tiermem_trace::qemu::TIME_UNIT, &what, |w| {
@@ -298,33 +307,16 @@ pub(crate) fn record_lackey(
     valgrind: &str,
     command: &[String],
 ) -> Result<(), Failure> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
     resolve_program(&command[0])?;
-    let (reader, writer) = std::io::pipe().map_err(|e| Failure {
-        code: 1,
-        err: anyhow::anyhow!("cannot create a pipe: {e}"),
-    })?;
-    let wfd = writer.as_raw_fd();
     let mut cmd = std::process::Command::new(valgrind);
     cmd.args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
         .args(command);
-    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::dup2(wfd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
+    let (mut child, reader) = spawn_on_fd3(cmd, |e| {
         input(format!(
             "cannot run {valgrind}: {e} (is Valgrind installed?)"
         ))
     })?;
-    drop(writer); // the child holds the only write end: EOF when it exits
     let source = format!("lackey: valgrind {}", command.join(" "));
     let res = import_to(out, lackey::TIME_UNIT, &source, |w| {
         lackey::import(
