@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from . import _builders
 from ._builders import (
+    CacheLevel,
+    Caches,
     Config,
     Kernel,
     KernelCosts,

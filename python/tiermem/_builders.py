@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Type, Union
 
 __all__ = [
+    "CacheLevel",
+    "Caches",
     "Config",
     "Kernel",
     "KernelCosts",
@@ -178,6 +180,41 @@ class Node(_Table):
 
 
 @dataclass(repr=False)
+class CacheLevel(_Table):
+    """One cache level of ``[machine.caches]``: ``l1d``, ``l2`` or ``llc``.
+
+    ``size`` is one instance (one core's L1d or L2, one LLC domain); all three keys are
+    required when the level is given.
+    """
+
+    size: Optional[Size] = None
+    ways: Optional[int] = None
+    latency: Optional[Duration] = None
+
+    _META: ClassVar[frozenset] = frozenset()
+
+
+@dataclass(repr=False)
+class Caches(_Table):
+    """``[machine.caches]``: the CPU caches trace replay puts in front of memory.
+
+    Every key is optional (a preset's values merge with yours); ``enabled=False`` replays
+    every access to memory. See docs/model.md, "CPU caches for replayed accesses".
+    """
+
+    enabled: Optional[bool] = None
+    l1d: Optional[CacheLevel] = None
+    l2: Optional[CacheLevel] = None
+    llc: Optional[CacheLevel] = None
+    llc_cores: Optional[int] = None
+    prefetch: Optional[bool] = None
+    prefetch_distance: Optional[int] = None
+
+    _META: ClassVar[frozenset] = frozenset()
+    _NESTED: ClassVar[Dict[str, Type[_Table]]] = {"l1d": CacheLevel, "l2": CacheLevel, "llc": CacheLevel}
+
+
+@dataclass(repr=False)
 class Machine(_Table):
     """The hardware, ``[machine]``: a preset (optionally with overrides) or full nodes.
 
@@ -193,10 +230,11 @@ class Machine(_Table):
     adistance: Optional[str] = None
     cpu_per_access: Optional[Duration] = None
     remote_latency: Optional[str] = None
+    caches: Optional[Caches] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _META: ClassVar[frozenset] = frozenset({"extra"})
-    _NESTED: ClassVar[Dict[str, Type[_Table]]] = {"nodes": Node}
+    _NESTED: ClassVar[Dict[str, Type[_Table]]] = {"nodes": Node, "caches": Caches}
 
     @classmethod
     def from_preset(cls, preset: str, /, **overrides: Any) -> "Machine":

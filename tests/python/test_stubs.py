@@ -85,6 +85,8 @@ def schema_tables(native) -> Dict[type, Dict[str, Any]]:
         tiermem.Config: eff,
         tiermem.Machine: eff["machine"],
         tiermem.Node: eff["machine"]["nodes"][0],
+        tiermem.Caches: eff["machine"]["caches"],
+        tiermem.CacheLevel: eff["machine"]["caches"]["llc"],
         tiermem.Kernel: eff["kernel"],
         tiermem.NumaBalancing: eff["kernel"]["numa"],
         tiermem.Swap: eff["kernel"]["swap"],
@@ -118,6 +120,7 @@ def test_effective_config_round_trips_through_the_objects(native):
     cfg = tiermem.Config.from_dict(eff)
     assert isinstance(cfg.machine, tiermem.Machine)
     assert isinstance(cfg.machine.nodes[0], tiermem.Node)
+    assert isinstance(cfg.machine.caches.llc, tiermem.CacheLevel)
     assert isinstance(cfg.kernel.numa, tiermem.NumaBalancing)
     assert [type(w) for w in cfg.workloads] == [tiermem.Pmbench, tiermem.Stream, tiermem.Mlc]
     assert isinstance(cfg.workloads[0].policy, tiermem.MemPolicy)
