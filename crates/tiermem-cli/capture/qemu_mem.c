@@ -7,10 +7,16 @@
  * version 1 as QEMU 7.2 exports it): the declarations below are the few calls used, so
  * that the plugin builds without QEMU's development headers, which Debian does not ship.
  *
- * Stream: blocks of a 16-byte header {magic "TMQ1", vcpu, count, flags} and `count`
- * 16-byte records {instructions, address | size_shift << 56 | store << 60}, little-endian.
- * flags bit 0 marks a thread's last block (its vCPU exited). Instructions are counted per
- * translation block as it starts executing, so the accesses of one block share its count.
+ * Stream: blocks of a 16-byte header {magic "TMQ2", vcpu, count, flags} and `count`
+ * 8-byte little-endian words; flags bit 0 marks a thread's last block (its vCPU exited).
+ * A word is an access, `address (bits 0-47) | instructions since the thread's previous
+ * access (48-55, at most 254) | size_shift << 56 | store << 60`, unless bit 61 or 62 is set:
+ * bit 61, the thread's instruction count (bits 0-55) for a gap of 255 or more; bit 62, the
+ * full address (bits 0-55) of the next access, whose own address bits are then 0 (an
+ * address at or above 2^48, which x86-64 user space does not use). Half the bytes of a
+ * plain {instructions, address} pair: the pipe and the converter carry less.
+ * Instructions are counted per translation block as it starts executing, so the accesses
+ * of one block share its count.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -54,10 +60,17 @@ EXPORT int qemu_plugin_version = 1;
 #define MAX_VCPUS 4096
 #define OUT_FD 3
 
+#define ADDR_BITS 48
+#define GAP_MAX 254
+#define TIME_WORD (1ULL << 61)
+#define ADDR_WORD (1ULL << 62)
+#define LOW56 ((1ULL << 56) - 1)
+
 struct thread_buf {
     uint32_t magic, vcpu, count, flags; /* the block header, written with the records */
-    uint64_t rec[RECORDS][2];
-    uint64_t insns;
+    uint64_t rec[RECORDS];
+    uint64_t insns; /* instructions this thread has started */
+    uint64_t noted; /* its count at its previous access */
 };
 
 static struct thread_buf *bufs[MAX_VCPUS];
@@ -85,7 +98,7 @@ static void flush(struct thread_buf *b, uint32_t flags)
 {
     b->flags = flags;
     pthread_mutex_lock(&out_lock);
-    write_all(&b->magic, 16 + (size_t)b->count * 16);
+    write_all(&b->magic, 16 + (size_t)b->count * 8);
     pthread_mutex_unlock(&out_lock);
     b->count = 0;
 }
@@ -101,11 +114,19 @@ static struct thread_buf *buf_of(unsigned int vcpu)
         if (!b) {
             return NULL;
         }
-        memcpy(&b->magic, "TMQ1", 4);
+        memcpy(&b->magic, "TMQ2", 4);
         b->vcpu = vcpu;
         bufs[vcpu] = b; /* only this vCPU's thread touches its slot until it exits */
     }
     return b;
+}
+
+static inline void put(struct thread_buf *b, uint64_t word)
+{
+    b->rec[b->count] = word;
+    if (++b->count == RECORDS) {
+        flush(b, 0);
+    }
 }
 
 static void on_tb_exec(unsigned int vcpu, void *n_insns)
@@ -125,11 +146,17 @@ static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
     }
     uint64_t meta = (uint64_t)(qemu_plugin_mem_size_shift(info) & 15) << 56 |
                     (uint64_t)qemu_plugin_mem_is_store(info) << 60;
-    b->rec[b->count][0] = b->insns;
-    b->rec[b->count][1] = (vaddr & ((1ULL << 56) - 1)) | meta;
-    if (++b->count == RECORDS) {
-        flush(b, 0);
+    uint64_t gap = b->insns - b->noted;
+    b->noted = b->insns;
+    if (gap > GAP_MAX) {
+        put(b, TIME_WORD | (b->insns & LOW56));
+        gap = 0;
     }
+    if (vaddr >> ADDR_BITS) {
+        put(b, ADDR_WORD | (vaddr & LOW56));
+        vaddr = 0;
+    }
+    put(b, vaddr | gap << ADDR_BITS | meta);
 }
 
 static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)

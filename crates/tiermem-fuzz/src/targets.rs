@@ -271,19 +271,23 @@ pub fn qemu(data: &[u8]) -> Result<(), String> {
 
 /// Two threads' blocks as the plugin writes them.
 pub fn qemu_seeds() -> Vec<Vec<u8>> {
-    let block = |vcpu: u32, recs: &[(u64, u64)]| {
-        let mut b = b"TMQ1".to_vec();
+    let block = |vcpu: u32, words: &[u64]| {
+        let mut b = b"TMQ2".to_vec();
         b.extend_from_slice(&vcpu.to_le_bytes());
-        b.extend_from_slice(&(recs.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(words.len() as u32).to_le_bytes());
         b.extend_from_slice(&1u32.to_le_bytes());
-        for &(i, a) in recs {
-            b.extend_from_slice(&i.to_le_bytes());
-            b.extend_from_slice(&a.to_le_bytes());
+        for w in words {
+            b.extend_from_slice(&w.to_le_bytes());
         }
         b
     };
-    let mut s = block(0, &[(3, 0x1000 | 3 << 56), (9, 0x2000 | 1 << 60)]);
-    s.extend(block(1, &[(1, 0x7fff_0000 | 2 << 56)]));
+    // Accesses (address | gap << 48 | size shift << 56 | store << 60), a time word (bit 61)
+    // and an address word (bit 62).
+    let mut s = block(
+        0,
+        &[0x1000 | 3 << 48 | 3 << 56, 1 << 61 | 5000, 0x2000 | 1 << 60],
+    );
+    s.extend(block(1, &[1 << 62 | 0xff_0000_0000_1000, 2 << 56]));
     with_regressions("qemu", vec![s])
 }
 

@@ -22,6 +22,7 @@
 //! gives counts and the touched address ranges before any chunk is read, which replay
 //! needs to lay out the simulated process.
 
+use crate::compress::{ChunkCompressor, Compressed};
 use crate::{Kind, Record, TraceError};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -84,13 +85,22 @@ impl Footer {
 
 // --- varints ---------------------------------------------------------------------------
 
+/// Bytes of the longest varint (a u64).
+const MAX_VARINT: usize = 10;
+/// Bytes of the longest encoded record: the tag and four varints.
+const MAX_RECORD: usize = 1 + 4 * MAX_VARINT;
+
+/// `v` as a varint at the start of `out` (at least [`MAX_VARINT`] bytes); its length.
 #[inline(always)]
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+fn varint_into(out: &mut [u8], mut v: u64) -> usize {
+    let mut i = 0;
+    while v >= 0x80 && i < MAX_VARINT - 1 {
+        out[i] = v as u8 | 0x80;
         v >>= 7;
+        i += 1;
     }
-    out.push(v as u8);
+    out[i] = v as u8;
+    i + 1
 }
 
 #[inline(always)]
@@ -221,9 +231,14 @@ pub fn page_ranges(sorted: &[u64], gap: u64) -> Vec<(u64, u64)> {
 pub struct TraceWriter<W: Write> {
     out: W,
     name: String,
+    /// The chunk being encoded: `raw[..used]`; beyond it, room for the next record.
     raw: Vec<u8>,
-    comp: Vec<u8>,
-    cctx: zstd::bulk::Compressor<'static>,
+    used: usize,
+    /// A raw buffer back from the compressor, for the next chunk.
+    spare: Vec<u8>,
+    zstd: ChunkCompressor,
+    /// Records of the chunk being compressed (written when it comes back).
+    in_flight: u32,
     in_chunk: u32,
     prev_time: u64,
     prev_addr: u64,
@@ -263,14 +278,15 @@ impl<W: Write> TraceWriter<W> {
             source: e,
         };
         out.write_all(&h).map_err(werr)?;
-        let mut cctx = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(werr)?;
-        cctx.include_checksum(true).map_err(werr)?;
+        let zstd = ChunkCompressor::new(ZSTD_LEVEL).map_err(werr)?;
         Ok(TraceWriter {
             out,
             name: name.to_string(),
-            raw: Vec::with_capacity(CHUNK_RECORDS as usize * 4),
-            comp: Vec::new(),
-            cctx,
+            raw: Vec::new(),
+            used: 0,
+            spare: Vec::new(),
+            zstd,
+            in_flight: 0,
             in_chunk: 0,
             prev_time: 0,
             prev_addr: 0,
@@ -313,21 +329,31 @@ impl<W: Write> TraceWriter<W> {
             7
         };
         let tflag = (r.thread != self.prev_thread) as u8;
-        self.raw
-            .push(r.kind as u8 | tcode << 2 | tflag << 4 | scode << 5);
+        // Encoded in place: the buffer always has room for the longest record, so there is
+        // one bounds check per record and no copy.
+        if self.raw.len() < self.used + MAX_RECORD {
+            let len = (self.used + MAX_RECORD)
+                .max(2 * self.raw.len())
+                .max(1 << 16);
+            self.raw.resize(len, 0);
+        }
+        let enc = &mut self.raw[self.used..self.used + MAX_RECORD];
+        enc[0] = r.kind as u8 | tcode << 2 | tflag << 4 | scode << 5;
+        let mut n = 1;
         if tcode == 3 {
-            put_varint(&mut self.raw, dt);
+            n += varint_into(&mut enc[n..], dt);
         }
         if tflag != 0 {
-            put_varint(&mut self.raw, r.thread as u64);
+            n += varint_into(&mut enc[n..], r.thread as u64);
         }
         if scode == 7 {
-            put_varint(&mut self.raw, size as u64);
+            n += varint_into(&mut enc[n..], size as u64);
         }
-        put_varint(
-            &mut self.raw,
+        n += varint_into(
+            &mut enc[n..],
             zigzag(r.addr.wrapping_sub(self.prev_addr) as i64),
         );
+        self.used += n;
         self.prev_time = r.time;
         self.prev_addr = r.addr;
         self.prev_thread = r.thread;
@@ -360,35 +386,54 @@ impl<W: Write> TraceWriter<W> {
         }
     }
 
+    /// Hand the chunk to the compressor and write the one compressed before it.
     fn flush_chunk(&mut self) -> Result<(), TraceError> {
         if self.in_chunk == 0 {
             return Ok(());
         }
-        let werr = |e| TraceError::Write {
-            path: self.name.clone(),
-            source: e,
-        };
-        let bound = zstd::zstd_safe::compress_bound(self.raw.len()) + 64;
-        self.comp.clear();
-        self.comp.reserve(bound);
-        self.cctx
-            .compress_to_buffer(&self.raw, &mut self.comp)
-            .map_err(werr)?;
-        let mut h = [0u8; 13];
-        h[0] = b'C';
-        h[1..5].copy_from_slice(&self.in_chunk.to_le_bytes());
-        h[5..9].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
-        h[9..13].copy_from_slice(&(self.comp.len() as u32).to_le_bytes());
-        self.out.write_all(&h).map_err(werr)?;
-        self.out.write_all(&self.comp).map_err(werr)?;
-        self.offset += 13 + self.comp.len() as u64;
-        self.footer.chunks += 1;
-        self.raw.clear();
+        let mut raw = std::mem::replace(&mut self.raw, std::mem::take(&mut self.spare));
+        raw.truncate(self.used);
+        self.used = 0;
+        let previous = self.zstd.submit(raw).map_err(|e| self.werr(e))?;
+        let records = std::mem::replace(&mut self.in_flight, self.in_chunk);
+        if let Some(c) = previous {
+            self.write_chunk(records, c)?;
+        }
         self.in_chunk = 0;
         self.prev_time = 0;
         self.prev_addr = 0;
         self.prev_thread = 0;
         Ok(())
+    }
+
+    /// Write the chunk still being compressed, if any.
+    fn drain(&mut self) -> Result<(), TraceError> {
+        if let Some(c) = self.zstd.take().map_err(|e| self.werr(e))? {
+            let records = std::mem::take(&mut self.in_flight);
+            self.write_chunk(records, c)?;
+        }
+        Ok(())
+    }
+
+    fn write_chunk(&mut self, records: u32, c: Compressed) -> Result<(), TraceError> {
+        let mut h = [0u8; 13];
+        h[0] = b'C';
+        h[1..5].copy_from_slice(&records.to_le_bytes());
+        h[5..9].copy_from_slice(&(c.raw.len() as u32).to_le_bytes());
+        h[9..13].copy_from_slice(&(c.comp.len() as u32).to_le_bytes());
+        self.out.write_all(&h).map_err(|e| self.werr(e))?;
+        self.out.write_all(&c.comp).map_err(|e| self.werr(e))?;
+        self.offset += 13 + c.comp.len() as u64;
+        self.footer.chunks += 1;
+        self.spare = c.raw;
+        Ok(())
+    }
+
+    fn werr(&self, e: std::io::Error) -> TraceError {
+        TraceError::Write {
+            path: self.name.clone(),
+            source: e,
+        }
     }
 
     /// Records written so far.
@@ -405,6 +450,7 @@ impl<W: Write> TraceWriter<W> {
     pub fn finish(mut self) -> Result<Footer, TraceError> {
         let last = self.prev_time;
         self.flush_chunk()?;
+        self.drain()?;
         self.flush_thread_run();
         self.prev_time = last;
         let mut footer = std::mem::take(&mut self.footer);
@@ -928,10 +974,11 @@ mod tests {
     #[test]
     fn varint_and_zigzag_extremes() {
         for v in [0u64, 1, 127, 128, u32::MAX as u64, u64::MAX] {
-            let mut b = Vec::new();
-            put_varint(&mut b, v);
+            let mut b = [0u8; MAX_VARINT];
+            let n = varint_into(&mut b, v);
+            let b = &b[..n];
             let mut p = 0;
-            assert_eq!(get_varint(&b, &mut p), Some(v));
+            assert_eq!(get_varint(b, &mut p), Some(v));
             assert_eq!(p, b.len());
         }
         for v in [0i64, -1, 1, i64::MIN, i64::MAX] {

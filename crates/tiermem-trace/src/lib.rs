@@ -28,6 +28,7 @@
 //! ```
 
 pub mod champsim;
+mod compress;
 pub mod damo;
 pub mod format;
 pub mod info;
