@@ -26,6 +26,33 @@ pub const DEBUGFS_NB: &str = "/sys/kernel/debug/sched/numa_balancing";
 pub const DEMOTION_ENABLED: &str = "/sys/kernel/mm/numa/demotion_enabled";
 pub const WATERMARK_SCALE_FACTOR: &str = "/proc/sys/vm/watermark_scale_factor";
 pub const WI_DIR: &str = "/sys/kernel/mm/mempolicy/weighted_interleave";
+/// The weighted-interleave mode switch (6.16+), as configs and plans name it.
+pub const WI_AUTO: &str = "/sys/kernel/mm/mempolicy/weighted_interleave/auto";
+/// The same file where the kernel names it `__auto_type`. mm/mempolicy.c of 6.16 declares
+/// the attribute with `__ATTR(auto, ...)`, which names the file by stringifying the token,
+/// and include/linux/compiler_types.h later defines `auto` as `__auto_type`: a 6.18.44 host
+/// has `__auto_type` holding `true`. 7.2.13's mempolicy.c spells the name out as the string
+/// `"auto"`. Which releases between those two use which name is not checked: the agent
+/// takes whichever of the two files the host has.
+const WI_AUTO_MANGLED: &str = "/sys/kernel/mm/mempolicy/weighted_interleave/__auto_type";
+
+/// The host's weighted-interleave `auto` file under the name its kernel gives it; `None`
+/// before 6.16.
+pub fn wi_auto_file(fs: &HostFs) -> Option<&'static str> {
+    [WI_AUTO, WI_AUTO_MANGLED]
+        .into_iter()
+        .find(|p| fs.exists(p))
+}
+
+/// `kpath` as this host names it: [`WI_AUTO`] becomes `__auto_type` where the kernel uses
+/// that name; every other path is itself.
+pub fn host_name<'a>(fs: &HostFs, kpath: &'a str) -> &'a str {
+    if kpath == WI_AUTO && !fs.exists(WI_AUTO) && fs.exists(WI_AUTO_MANGLED) {
+        WI_AUTO_MANGLED
+    } else {
+        kpath
+    }
+}
 pub const KSM_DIR: &str = "/sys/kernel/mm/ksm";
 pub const DAMON_ADMIN: &str = "/sys/kernel/mm/damon/admin";
 
@@ -381,9 +408,10 @@ pub fn read_settings(fs: &HostFs) -> Result<KernelSettings, Error> {
         for n in fs.numbered_entries(WI_DIR, "node")? {
             weights.insert(n, fs.read_u64(&format!("{WI_DIR}/node{n}"))?);
         }
-        let auto = fs
-            .read_opt(&format!("{WI_DIR}/auto"))?
-            .and_then(|v| parse_bool(&v));
+        let auto = match wi_auto_file(fs) {
+            Some(p) => fs.read_opt(p)?.and_then(|v| parse_bool(&v)),
+            None => None,
+        };
         s.weighted_interleave = Some(WeightedInterleaveState { weights, auto });
     }
     if fs.exists(&format!("{KSM_DIR}/run")) {
@@ -650,6 +678,25 @@ mod tests {
             h.settings.damon_modules["damon_reclaim"]["min_age"],
             "120000000"
         );
+    }
+
+    #[test]
+    fn the_auto_file_is_read_under_either_name() {
+        let t = fake_two_node();
+        t.set(&format!("{WI_DIR}/__auto_type"), "true\n");
+        let fs = t.fs();
+        let h = read_host(&fs).unwrap();
+        assert_eq!(h.settings.weighted_interleave.unwrap().auto, Some(true));
+        assert_eq!(host_name(&fs, WI_AUTO), WI_AUTO_MANGLED);
+        assert_eq!(host_name(&fs, NUMA_BALANCING), NUMA_BALANCING);
+        t.set(WI_AUTO, "false\n");
+        assert_eq!(
+            host_name(&fs, WI_AUTO),
+            WI_AUTO,
+            "auto wins where both exist"
+        );
+        let h = read_host(&fs).unwrap();
+        assert_eq!(h.settings.weighted_interleave.unwrap().auto, Some(false));
     }
 
     #[test]

@@ -234,13 +234,8 @@ fn weighted_interleave(
     };
     // On 6.16+ writing a weight switches the kernel to manual mode: record `auto` first
     // so that restoring it (last) hands the table back to the kernel.
-    if fs.exists(&format!("{WI_DIR}/auto")) {
-        b.write(
-            &format!("{WI_DIR}/auto"),
-            "false".into(),
-            "weighted interleave auto mode",
-            "",
-        )?;
+    if let Some(auto) = crate::host::wi_auto_file(fs) {
+        b.write(auto, "false".into(), "weighted interleave auto mode", "")?;
     }
     for (n, w) in weights {
         b.write(
@@ -1004,6 +999,32 @@ mod tests {
             weight_writes(&p),
             vec![(0, "25".to_string()), (2, "6".to_string())]
         );
+    }
+
+    #[test]
+    fn auto_mode_is_switched_off_under_the_name_the_kernel_gives_it() {
+        // 6.18 names the file `__auto_type` (crate::host::WI_AUTO's doc); 7.2 `auto`.
+        for name in ["__auto_type", "auto"] {
+            let t = fake_two_node();
+            t.set(&format!("{WI_DIR}/{name}"), "true\n");
+            let p = plan_for("[weighted_interleave]\nsource = \"hmat\"\n", &t).unwrap();
+            let auto: Vec<_> = p
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Write { path, value } if !path.contains("/node") => {
+                        Some((path.clone(), value.clone()))
+                    }
+                    _ => None,
+                })
+                .filter(|(path, _)| path.starts_with(WI_DIR))
+                .collect();
+            assert_eq!(
+                auto,
+                vec![(format!("{WI_DIR}/{name}"), "false".to_string())],
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -100,10 +100,7 @@ pub fn plan(k: &KernelConfig, nr_nodes: usize, host_total_pages: u64) -> Result<
         }
     }
     if let Some(a) = k.weighted_interleave.auto {
-        before.push(knob(
-            format!("{WI_DIR}/auto"),
-            if a { "true" } else { "false" },
-        ));
+        before.push(knob(crate::host::WI_AUTO, if a { "true" } else { "false" }));
     }
     let mut at_start = vec![knob(NUMA_BALANCING, k.numa_balancing)];
     if let Some(r) = k.damon.reclaim.as_ref().filter(|r| r.enabled) {

@@ -266,23 +266,24 @@ fn write_knob(
     when: &'static str,
     log: &mut Vec<KnobMeta>,
 ) -> Result<(), Error> {
-    let original = fs.read_opt(&k.path)?;
+    let path = crate::host::host_name(fs, &k.path);
+    let original = fs.read_opt(path)?;
     let Some(orig) = original.clone() else {
         if k.optional {
             return Ok(());
         }
-        return Err(Error::Other(format!("{} disappeared", k.path)));
+        return Err(Error::Other(format!("{path} disappeared")));
     };
     // Selector files (`always madvise [never]`) read back as a list: the value is the
     // bracketed word.
     let orig = selected_word(&orig).unwrap_or(orig);
     rec.record(Saved::File {
-        path: k.path.clone(),
+        path: path.to_string(),
         original: orig,
     })?;
-    fs.write(&k.path, &k.value)?;
+    fs.write(path, &k.value)?;
     log.push(KnobMeta {
-        path: k.path.clone(),
+        path: path.to_string(),
         value: k.value.clone(),
         original,
         when,
