@@ -134,15 +134,15 @@ pub fn record_qemu_with(
     stdout: std::process::Stdio,
 ) -> Result<(), Failure> {
     // QEMU does not search PATH: it gets the program's path, and `-0` keeps its argv[0].
-    let program = resolve_program(&command[0])?;
+    let (program, argv) = qemu_command(&resolve_program(&command[0])?, command, qemu, 0)?;
     let plugin = plugin()?;
     let mut cmd = std::process::Command::new(qemu);
     cmd.arg("-plugin")
         .arg(&plugin)
         .arg("-0")
-        .arg(&command[0])
+        .arg(&argv[0])
         .arg(&program)
-        .args(&command[1..])
+        .args(&argv[1..])
         .stdout(stdout);
     let t0 = Instant::now();
     let (mut child, reader) = spawn_on_fd3(cmd, |e| {
@@ -153,11 +153,8 @@ pub fn record_qemu_with(
     let (host, kernel) = host_and_kernel();
     let what = format!("qemu: {qemu} {}", command.join(" "));
     let res = import_to(out, tiermem_trace::qemu::TIME_UNIT, &what, |w| {
-        let st = tiermem_trace::qemu::import(
-            std::io::BufReader::with_capacity(4 << 20, reader),
-            "<qemu plugin>",
-            w,
-        )?;
+        // Unbuffered: the importer reads whole blocks (512 KiB) straight from the pipe.
+        let st = tiermem_trace::qemu::import(reader, "<qemu plugin>", w)?;
         w.set_source(&format!(
             "{what}; host {host}; kernel {kernel}; capture {:.3} s",
             t0.elapsed().as_secs_f64()
@@ -271,6 +268,89 @@ pub(crate) fn report_import(
         },
         footer.pages
     );
+}
+
+/// `e_machine` of x86-64 ELF files (the ELF specification's EM_X86_64).
+const EM_X86_64: u16 = 62;
+/// Interpreters of interpreters followed, as fs/exec.c's BINPRM_MAX_RECURSION allows.
+const MAX_INTERPRETERS: usize = 4;
+
+/// What QEMU runs for `command` (whose program is at `program`): an ELF executable as it
+/// is; a `#!` script as its interpreter with the script's path, as execve(2) does (QEMU
+/// user mode loads ELF files only, and it records the interpreter: a Python script's
+/// accesses are the interpreter's; `#!/usr/bin/env NAME` runs NAME from PATH, since the
+/// program env would exec runs outside QEMU, as does any program the recorded one execs:
+/// an interpreter that is itself a script, a pyenv shim for instance, is recorded as its
+/// own interpreter). Refused, naming the program: a file that is neither,
+/// and an ELF for another machine than x86-64 under the default `qemu-x86_64` (another
+/// emulator, `--qemu qemu-aarch64`, takes its own architecture's programs).
+fn qemu_command(
+    program: &Path,
+    command: &[String],
+    qemu: &str,
+    depth: usize,
+) -> Result<(PathBuf, Vec<String>), Failure> {
+    use std::io::Read;
+    let name = &command[0];
+    let mut head = Vec::with_capacity(256);
+    std::fs::File::open(program)
+        .and_then(|f| f.take(256).read_to_end(&mut head))
+        .map_err(|e| input(format!("cannot record {name}: {e}")))?;
+    if head.starts_with(b"\x7fELF") {
+        let machine = head.get(18..20).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        let class64 = head.get(4) == Some(&2);
+        let default_qemu = Path::new(qemu).file_name() == Some("qemu-x86_64".as_ref());
+        if default_qemu && (machine != Some(EM_X86_64) || !class64) {
+            return Err(input(format!(
+                "cannot record {name}: an ELF file for machine {} ({}-bit), not x86-64; \
+                 give the emulator of its architecture with --qemu (for example qemu-aarch64)",
+                machine.map_or("?".into(), |m| m.to_string()),
+                if class64 { 64 } else { 32 }
+            )));
+        }
+        return Ok((program.to_path_buf(), command.to_vec()));
+    }
+    let Some(line) = head.strip_prefix(b"#!") else {
+        return Err(input(format!(
+            "cannot record {name}: neither an ELF executable nor a #! script"
+        )));
+    };
+    let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.trim().splitn(2, [' ', '\t']);
+    let interp = words.next().filter(|w| !w.is_empty()).ok_or_else(|| {
+        input(format!(
+            "cannot record {name}: its #! line names no interpreter"
+        ))
+    })?;
+    let mut arg = words
+        .next()
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty());
+    // `#!/usr/bin/env NAME`: QEMU user mode would record env and not the NAME it execs,
+    // so NAME found on PATH is the interpreter, as env would find it.
+    let interp = match arg.as_deref() {
+        Some(a)
+            if Path::new(interp).file_name() == Some("env".as_ref())
+                && !a.starts_with('-')
+                && !a.contains(' ') =>
+        {
+            arg.take().unwrap_or_default()
+        }
+        _ => interp.to_string(),
+    };
+    let interp = interp.as_str();
+    let interp_path = resolve_program(interp)?;
+    let mut argv = vec![interp.to_string()];
+    argv.extend(arg);
+    argv.push(program.display().to_string());
+    argv.extend(command[1..].iter().cloned());
+    if depth == MAX_INTERPRETERS {
+        return Err(input(format!(
+            "cannot record {name}: more than {MAX_INTERPRETERS} levels of #! interpreters"
+        )));
+    }
+    qemu_command(&interp_path, &argv, qemu, depth + 1)
 }
 
 /// The program `command` names, as `execvp` would find it (a name with a `/` as a path,

@@ -370,6 +370,27 @@ fn qemu_and_lackey_record_the_same_accesses() {
         source.starts_with("qemu: ") && source.contains("kernel") && source.contains("capture"),
         "{source}"
     );
+    // A #! script is recorded as its interpreter running it (QEMU loads ELF files only).
+    let script = d.path().join("run.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ni=0; while [ $i -lt 200 ]; do i=$((i+1)); done\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tmt = d.path().join("script.tmt");
+    ok(&tiermem(&[
+        "trace",
+        "record",
+        "--out",
+        s(&tmt),
+        "--",
+        s(&script),
+    ]));
+    let sh = json(&ok(&tiermem(&["trace", "info", "--json", s(&tmt)])));
+    assert!(sh["accesses"].as_u64().unwrap() > 10_000, "{sh}");
+    assert!(sh["source"].as_str().unwrap().contains("run.sh"), "{sh}");
 }
 
 /// A trace that cannot be read to its end, or that gives no accesses, fails the replay
@@ -470,5 +491,25 @@ fn recording_a_missing_program_is_refused() {
     bad(&o, "no such program on PATH");
     let o = tiermem(&["trace", "record", "--out", s(&out), "--", s(d.path())]);
     bad(&o, "not an executable file");
+    // What QEMU user mode cannot load is refused before it starts.
+    use std::os::unix::fs::PermissionsExt;
+    let exe = |name: &str, bytes: &[u8]| {
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    };
+    let text = exe("notes.txt", b"hello\n");
+    let o = tiermem(&["trace", "record", "--out", s(&out), "--", s(&text)]);
+    bad(&o, "neither an ELF executable nor a #! script");
+    let mut arm = b"\x7fELF\x02\x01\x01".to_vec();
+    arm.resize(18, 0);
+    arm.extend_from_slice(&183u16.to_le_bytes()); // EM_AARCH64
+    let arm = exe("arm", &arm);
+    let o = tiermem(&["trace", "record", "--out", s(&out), "--", s(&arm)]);
+    bad(&o, "machine 183 (64-bit), not x86-64");
+    let script = exe("run.sh", b"#!/no/such/shell\n");
+    let o = tiermem(&["trace", "record", "--out", s(&out), "--", s(&script)]);
+    bad(&o, "cannot record /no/such/shell");
     assert!(!out.exists());
 }
