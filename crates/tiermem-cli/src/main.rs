@@ -99,7 +99,7 @@ enum Cmd {
     /// the fastest node of the policy at weight 1..=max-weight (others at 1) and the
     /// bandwidth-derived `auto` weights.
     Tune(experiment_cmd::TuneArgs),
-    /// Memory traces of real programs: import, info, record (Valgrind Lackey), heatmap.
+    /// Memory traces of real programs: import, info, record (under QEMU with tiermem's plugin, or Valgrind Lackey), heatmap.
     Trace {
         #[command(subcommand)]
         cmd: trace_cmd::TraceCmd,
