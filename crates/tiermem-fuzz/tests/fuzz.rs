@@ -1,5 +1,5 @@
 //! The fuzz targets under the stable mutation fuzzer: every seed and saved regression in
-//! the default run; `TIERMEM_FUZZ_SECS` (default 6) of mutations per target in the slow
+//! the default run; `TIERMEM_FUZZ_SECS` (default 3) of mutations per target in the slow
 //! run. A crashing input is written to `target/fuzz-crashes/<target>-<n>.bin` (add it to
 //! `regressions/<target>/` once fixed).
 
@@ -45,11 +45,11 @@ fn seeds_and_saved_regressions_do_not_crash() {
 }
 
 #[test]
-#[ignore = "slow: bounded-time fuzzing (TIERMEM_FUZZ_SECS per target, default 6)"]
+#[ignore = "slow: bounded-time fuzzing (TIERMEM_FUZZ_SECS per target, default 3)"]
 fn bounded_fuzz_every_target() {
     let secs = std::env::var("TIERMEM_FUZZ_SECS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(6.0);
+        .unwrap_or(3.0);
     run(Duration::from_secs_f64(secs));
 }
