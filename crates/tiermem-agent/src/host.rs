@@ -47,10 +47,9 @@ pub fn wi_auto_file(fs: &HostFs) -> Option<&'static str> {
 /// `kpath` as this host names it: [`WI_AUTO`] becomes `__auto_type` where the kernel uses
 /// that name; every other path is itself.
 pub fn host_name<'a>(fs: &HostFs, kpath: &'a str) -> &'a str {
-    if kpath == WI_AUTO && !fs.exists(WI_AUTO) && fs.exists(WI_AUTO_MANGLED) {
-        WI_AUTO_MANGLED
-    } else {
-        kpath
+    match kpath {
+        WI_AUTO => wi_auto_file(fs).unwrap_or(WI_AUTO),
+        _ => kpath,
     }
 }
 pub const KSM_DIR: &str = "/sys/kernel/mm/ksm";

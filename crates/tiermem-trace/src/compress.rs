@@ -7,8 +7,15 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
+/// A chunk to compress: its encoded records and how many records they are.
+pub(crate) struct Chunk {
+    pub records: u32,
+    pub raw: Vec<u8>,
+}
+
 /// A compressed chunk and the raw buffer it came from (returned for reuse).
 pub(crate) struct Compressed {
+    pub records: u32,
     pub raw: Vec<u8>,
     pub comp: Vec<u8>,
 }
@@ -16,7 +23,7 @@ pub(crate) struct Compressed {
 enum Engine {
     /// zstd on a worker thread; at most one chunk in flight.
     Worker {
-        tx: Option<SyncSender<Vec<u8>>>,
+        tx: Option<SyncSender<Chunk>>,
         rx: Receiver<std::io::Result<Compressed>>,
         handle: Option<JoinHandle<()>>,
         in_flight: bool,
@@ -41,23 +48,24 @@ fn compressor(level: i32) -> std::io::Result<zstd::bulk::Compressor<'static>> {
 
 fn compress(
     cctx: &mut zstd::bulk::Compressor<'static>,
-    raw: Vec<u8>,
+    chunk: Chunk,
 ) -> std::io::Result<Compressed> {
+    let Chunk { records, raw } = chunk;
     let mut comp = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()) + 64);
     cctx.compress_to_buffer(&raw, &mut comp)?;
-    Ok(Compressed { raw, comp })
+    Ok(Compressed { records, raw, comp })
 }
 
 impl ChunkCompressor {
     pub(crate) fn new(level: i32) -> std::io::Result<Self> {
         let mut cctx = compressor(level)?;
-        let (tx, work) = sync_channel::<Vec<u8>>(1);
+        let (tx, work) = sync_channel::<Chunk>(1);
         let (done, rx) = sync_channel(1);
         let spawned = std::thread::Builder::new()
             .name("trace-zstd".into())
             .spawn(move || {
-                for raw in work {
-                    if done.send(compress(&mut cctx, raw)).is_err() {
+                for chunk in work {
+                    if done.send(compress(&mut cctx, chunk)).is_err() {
                         return;
                     }
                 }
@@ -78,17 +86,17 @@ impl ChunkCompressor {
     }
 
     /// Hand over a chunk; returns the previous one, compressed, if there was one.
-    pub(crate) fn submit(&mut self, raw: Vec<u8>) -> std::io::Result<Option<Compressed>> {
+    pub(crate) fn submit(&mut self, chunk: Chunk) -> std::io::Result<Option<Compressed>> {
         let previous = self.take()?;
         match &mut self.engine {
             Engine::Worker { tx, in_flight, .. } => {
-                let sent = tx.as_ref().map(|tx| tx.send(raw).is_ok()).unwrap_or(false);
+                let sent = tx.as_ref().is_some_and(|tx| tx.send(chunk).is_ok());
                 if !sent {
                     return Err(std::io::Error::other("the trace compressor thread stopped"));
                 }
                 *in_flight = true;
             }
-            Engine::Inline { cctx, done } => *done = Some(compress(cctx, raw)),
+            Engine::Inline { cctx, done } => *done = Some(compress(cctx, chunk)),
         }
         Ok(previous)
     }

@@ -22,7 +22,7 @@
 //! gives counts and the touched address ranges before any chunk is read, which replay
 //! needs to lay out the simulated process.
 
-use crate::compress::{ChunkCompressor, Compressed};
+use crate::compress::{Chunk, ChunkCompressor, Compressed};
 use crate::{Kind, Record, TraceError};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -239,8 +239,6 @@ pub struct TraceWriter<W: Write> {
     /// A raw buffer back from the compressor, for the next chunk.
     spare: Vec<u8>,
     zstd: ChunkCompressor,
-    /// Records of the chunk being compressed (written when it comes back).
-    in_flight: u32,
     in_chunk: u32,
     prev_time: u64,
     prev_addr: u64,
@@ -288,7 +286,6 @@ impl<W: Write> TraceWriter<W> {
             used: 0,
             spare: Vec::new(),
             zstd,
-            in_flight: 0,
             in_chunk: 0,
             prev_time: 0,
             prev_addr: 0,
@@ -307,7 +304,7 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Append one record. Times must not decrease; sizes must be positive.
-    #[inline(always)]
+    #[inline]
     pub fn push(&mut self, r: &Record) -> Result<(), TraceError> {
         if r.time < self.footer.last_time && self.started {
             return Err(TraceError::invalid(
@@ -396,10 +393,12 @@ impl<W: Write> TraceWriter<W> {
         let mut raw = std::mem::replace(&mut self.raw, std::mem::take(&mut self.spare));
         raw.truncate(self.used);
         self.used = 0;
-        let previous = self.zstd.submit(raw).map_err(|e| self.werr(e))?;
-        let records = std::mem::replace(&mut self.in_flight, self.in_chunk);
-        if let Some(c) = previous {
-            self.write_chunk(records, c)?;
+        let chunk = Chunk {
+            records: self.in_chunk,
+            raw,
+        };
+        if let Some(c) = self.zstd.submit(chunk).map_err(|e| self.werr(e))? {
+            self.write_chunk(c)?;
         }
         self.in_chunk = 0;
         self.prev_time = 0;
@@ -411,16 +410,15 @@ impl<W: Write> TraceWriter<W> {
     /// Write the chunk still being compressed, if any.
     fn drain(&mut self) -> Result<(), TraceError> {
         if let Some(c) = self.zstd.take().map_err(|e| self.werr(e))? {
-            let records = std::mem::take(&mut self.in_flight);
-            self.write_chunk(records, c)?;
+            self.write_chunk(c)?;
         }
         Ok(())
     }
 
-    fn write_chunk(&mut self, records: u32, c: Compressed) -> Result<(), TraceError> {
+    fn write_chunk(&mut self, c: Compressed) -> Result<(), TraceError> {
         let mut h = [0u8; 13];
         h[0] = b'C';
-        h[1..5].copy_from_slice(&records.to_le_bytes());
+        h[1..5].copy_from_slice(&c.records.to_le_bytes());
         h[5..9].copy_from_slice(&(c.raw.len() as u32).to_le_bytes());
         h[9..13].copy_from_slice(&(c.comp.len() as u32).to_le_bytes());
         self.out.write_all(&h).map_err(|e| self.werr(e))?;

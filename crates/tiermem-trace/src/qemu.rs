@@ -42,7 +42,7 @@ const ADDR_WORD: u64 = 1 << 62;
 #[derive(Default)]
 struct ThreadClock {
     insns: u64,
-    offset: i64,
+    offset: i128,
     started: bool,
     wide_addr: Option<u64>,
 }
@@ -110,12 +110,12 @@ pub fn import<R: Read, W: Write>(
                 .min(LOW56);
             if !clock.started {
                 clock.started = true;
-                clock.offset = last as i64 - clock.insns as i64;
+                clock.offset = last as i128 - clock.insns as i128;
             }
-            let mut time = clock.insns as i64 + clock.offset;
-            if time < last as i64 {
-                clock.offset += last as i64 - time;
-                time = last as i64;
+            let mut time = clock.insns as i128 + clock.offset;
+            if time < last as i128 {
+                clock.offset += last as i128 - time;
+                time = last as i128;
             }
             last = time as u64;
             let shift = (word >> 56) & 15;
