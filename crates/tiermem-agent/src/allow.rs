@@ -80,6 +80,13 @@ pub const ALLOWED: &[&str] = &[
     "/sys/kernel/mm/ksm/{run|merge_across_nodes|pages_to_scan|sleep_millisecs|max_page_sharing|stable_node_chains_prune_millisecs|use_zero_pages|smart_scan}",
     "/sys/kernel/mm/transparent_hugepage/enabled",
     "/sys/kernel/mm/lru_gen/enabled",
+    // The profiler's idle flags (`tiermem trace profile`, crate::profiler): not a setting:
+    // setting a page's idle flag changes no kernel decision (`page_idle_clear_pte_refs`
+    // moves the accessed bits it clears into PG_young for reclaim), so nothing is restored.
+    "/sys/kernel/mm/page_idle/bitmap",
+    // The profiler's soft-dirty reset (`4`): write-protects the process's PTEs so that its
+    // next write to each page sets the page's soft-dirty bit; not a setting either.
+    "/proc/#/clear_refs",
 ];
 
 const DAMON_ADMIN_TREE: &str = "/sys/kernel/mm/damon/admin/kdamonds/";

@@ -101,6 +101,24 @@ impl HostFs {
             .map_err(|e| Error::io(&p, &format!("write {value:?} to"), e))
     }
 
+    /// Open an allow-listed binary kernel file for reading and writing at offsets (the
+    /// idle-page bitmap), with [`Self::write`]'s checks.
+    pub fn open_rw(&self, kpath: &str) -> Result<std::fs::File, Error> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let p = self.path(kpath);
+        crate::allow::check_write(kpath).map_err(|why| Error::NotAllowed {
+            path: p.clone(),
+            why,
+        })?;
+        self.check_no_link(kpath, &p)?;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&p)
+            .map_err(|e| Error::io(&p, "open for reading and writing", e))
+    }
+
     /// Refuse a path whose directory is reached through a symbolic link (or `..`).
     fn check_no_link(&self, kpath: &str, p: &Path) -> Result<(), Error> {
         let refuse = |why: &str| Error::NotAllowed {

@@ -44,6 +44,7 @@ pub mod metrics;
 pub mod numastat;
 pub mod plan;
 pub mod policy_file;
+pub mod profiler;
 pub mod signals;
 pub mod sim_config;
 pub mod simulated_host;

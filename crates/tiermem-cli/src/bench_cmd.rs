@@ -35,7 +35,15 @@ pub struct BenchArgs {
     /// and under `trace record --tool qemu` into a temporary trace, and print the slowdown.
     #[arg(long, conflicts_with_all = ["size", "tiering", "trace", "seed_001"])]
     pub capture: bool,
-    /// The program and its arguments for `--capture`.
+    /// Time the profile capture instead: run the program after `--` natively (best of
+    /// three) and under `trace profile` (scans every `--profile-interval`), and print the
+    /// overhead.
+    #[arg(long, conflicts_with_all = ["size", "tiering", "trace", "seed_001", "capture"])]
+    pub profile: bool,
+    /// Scan interval of `--profile`.
+    #[arg(long, default_value = "1s", value_parser = crate::parse_seconds)]
+    pub profile_interval: f64,
+    /// The program and its arguments for `--capture` and `--profile`.
     #[arg(last = true)]
     pub command: Vec<String>,
 }
@@ -60,8 +68,13 @@ pub fn run(a: BenchArgs) -> Result<(), Failure> {
     if a.capture {
         return bench_capture(&a.command);
     }
+    if a.profile {
+        return bench_profile(&a.command, a.profile_interval);
+    }
     if !a.command.is_empty() {
-        return Err(input("a program after `--` is only for --capture"));
+        return Err(input(
+            "a program after `--` is only for --capture and --profile",
+        ));
     }
     if a.seed_001 {
         return bench_seed_001(a.duration, a.engine);
@@ -375,24 +388,7 @@ fn bench_capture(command: &[String]) -> Result<(), Failure> {
     if command.is_empty() {
         return Err(input("--capture needs a program after `--`"));
     }
-    crate::capture::resolve_program(&command[0])?;
-    let run_native = || -> Result<f64, Failure> {
-        let t0 = std::time::Instant::now();
-        let st = std::process::Command::new(&command[0])
-            .args(&command[1..])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .map_err(|e| input(format!("cannot run {}: {e}", command[0])))?;
-        if !st.success() {
-            return Err(input(format!("{} exited with {st}", command[0])));
-        }
-        Ok(t0.elapsed().as_secs_f64())
-    };
-    let native = (0..3)
-        .map(|_| run_native())
-        .collect::<Result<Vec<f64>, Failure>>()?
-        .into_iter()
-        .fold(f64::INFINITY, f64::min);
+    let native = native_best_of_3(command)?;
     let dir = tempfile::tempdir().map_err(|e| Failure {
         code: 1,
         err: anyhow::anyhow!("cannot create a temporary directory: {e}"),
@@ -407,6 +403,69 @@ fn bench_capture(command: &[String]) -> Result<(), Failure> {
     println!(
         "  slowdown                          {:.1}x (target <= 50x)",
         capture / native.max(1e-9)
+    );
+    Ok(())
+}
+
+/// The best of three native runs of `command` (its output discarded), seconds.
+fn native_best_of_3(command: &[String]) -> Result<f64, Failure> {
+    crate::capture::resolve_program(&command[0])?;
+    let run_native = || -> Result<f64, Failure> {
+        let t0 = std::time::Instant::now();
+        let st = std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| input(format!("cannot run {}: {e}", command[0])))?;
+        if !st.success() {
+            return Err(input(format!("{} exited with {st}", command[0])));
+        }
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    Ok((0..3)
+        .map(|_| run_native())
+        .collect::<Result<Vec<f64>, Failure>>()?
+        .into_iter()
+        .fold(f64::INFINITY, f64::min))
+}
+
+/// `bench --profile -- PROG ARGS`: the profile capture's overhead on the program's run
+/// time, against native runs measured now (best of three; the profiled run is one run, so
+/// on a noisy host repeat the command). The recorder's CPU time is printed beside it: on a
+/// host with a spare core it is what the profile costs the machine, not the program.
+fn bench_profile(command: &[String], interval: f64) -> Result<(), Failure> {
+    if command.is_empty() {
+        return Err(input("--profile needs a program after `--`"));
+    }
+    tiermem_agent::profiler::detect_source(&tiermem_agent::fs::HostFs::default())
+        .map_err(crate::live_failure)?;
+    let native = native_best_of_3(command)?;
+    let dir = tempfile::tempdir().map_err(|e| Failure {
+        code: 1,
+        err: anyhow::anyhow!("cannot create a temporary directory: {e}"),
+    })?;
+    let out = dir.path().join("bench.tmprof");
+    let r = crate::profile_cmd::record(
+        &out,
+        crate::profile_cmd::Target::Command(command),
+        std::time::Duration::from_secs_f64(interval),
+        None,
+        std::process::Stdio::null(),
+    )?;
+    let profiled = r.wall_s;
+    println!("bench --profile: {}", command.join(" "));
+    println!("  native run (best of 3)            {native:.3} s");
+    println!(
+        "  under the profile capture         {profiled:.3} s ({} scans, every {interval} s)",
+        r.end.intervals
+    );
+    println!(
+        "  recorder CPU                      {:.3} s",
+        r.end.recorder_cpu_ns as f64 / 1e9
+    );
+    println!(
+        "  overhead                          {:+.1} % (target <= 5 %)",
+        100.0 * (profiled / native.max(1e-9) - 1.0)
     );
     Ok(())
 }

@@ -107,7 +107,7 @@ fn spawn_on_fd3(
 }
 
 /// `uname -n` and `-r`: where and on what kernel the capture ran.
-fn host_and_kernel() -> (String, String) {
+pub(crate) fn host_and_kernel() -> (String, String) {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .map(|s| s.trim().to_string())
@@ -187,19 +187,9 @@ pub(crate) fn trace_failure(e: TraceError) -> Failure {
     crate::classified(e.is_input_error(), e)
 }
 
-/// Write the trace to a new temporary file beside `output` (created exclusively, so never
-/// through a link), run `f` with a writer on it, finish the trace, then rename it over
-/// `output`: a failed import leaves `output` as it was, and a link at `output` is replaced,
-/// not followed.
-pub(crate) fn import_to(
-    output: &Path,
-    unit: TimeUnit,
-    source: &str,
-    f: impl FnOnce(
-        &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
-    ) -> Result<ImportStats, TraceError>,
-) -> Result<(ImportStats, tiermem_trace::Footer), Failure> {
-    let oname = output.display().to_string();
+/// A new temporary file beside `output`, created exclusively (so never through a link), to
+/// be renamed over it once written.
+pub(crate) fn temp_beside(output: &Path) -> Result<(PathBuf, std::fs::File), Failure> {
     let tmp = {
         let mut name = std::ffi::OsString::from(".");
         name.push(
@@ -218,6 +208,23 @@ pub(crate) fn import_to(
             code: 1,
             err: anyhow::anyhow!("{}: {e}", tmp.display()),
         })?;
+    Ok((tmp, file))
+}
+
+/// Write the trace to a new temporary file beside `output` (created exclusively, so never
+/// through a link), run `f` with a writer on it, finish the trace, then rename it over
+/// `output`: a failed import leaves `output` as it was, and a link at `output` is replaced,
+/// not followed.
+pub(crate) fn import_to(
+    output: &Path,
+    unit: TimeUnit,
+    source: &str,
+    f: impl FnOnce(
+        &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
+    ) -> Result<ImportStats, TraceError>,
+) -> Result<(ImportStats, tiermem_trace::Footer), Failure> {
+    let oname = output.display().to_string();
+    let (tmp, file) = temp_beside(output)?;
     let mut w = TraceWriter::with_name(
         std::io::BufWriter::with_capacity(1 << 20, file),
         unit,

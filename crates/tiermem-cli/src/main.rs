@@ -19,6 +19,7 @@ mod capture;
 mod experiment_cmd;
 mod live;
 mod presets_cmd;
+mod profile_cmd;
 mod report_cmd;
 mod sim_cmd;
 mod trace_cmd;
@@ -161,7 +162,7 @@ pub(crate) fn classified(input_error: bool, err: impl std::fmt::Display) -> Fail
     }
 }
 
-fn live_failure(e: tiermem_agent::Error) -> Failure {
+pub(crate) fn live_failure(e: tiermem_agent::Error) -> Failure {
     classified(e.is_input_error(), e)
 }
 

@@ -18,7 +18,7 @@
 //! accesses are one-line (64 B) reads. Targets become threads 0, 1, ... in record order.
 
 use crate::format::{TimeUnit, TraceWriter};
-use crate::{ImportStats, Kind, Record, TraceError};
+use crate::{ImportStats, Kind, Record, SplitMix, TraceError};
 use serde_json::Value;
 use std::io::{Read, Write};
 use tiermem_core::damon::Region;
@@ -290,20 +290,6 @@ fn target_of(rec: &DamonRecord) -> Target {
                     .collect(),
             })
             .collect(),
-    }
-}
-
-struct SplitMix(u64);
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

@@ -88,13 +88,13 @@ impl Footer {
 // --- varints ---------------------------------------------------------------------------
 
 /// Bytes of the longest varint (a u64).
-const MAX_VARINT: usize = 10;
+pub(crate) const MAX_VARINT: usize = 10;
 /// Bytes of the longest encoded record: the tag and four varints.
 const MAX_RECORD: usize = 1 + 4 * MAX_VARINT;
 
 /// `v` as a varint at the start of `out` (at least [`MAX_VARINT`] bytes); its length.
 #[inline(always)]
-fn varint_into(out: &mut [u8], mut v: u64) -> usize {
+pub(crate) fn varint_into(out: &mut [u8], mut v: u64) -> usize {
     let mut i = 0;
     while v >= 0x80 && i < MAX_VARINT - 1 {
         out[i] = v as u8 | 0x80;
@@ -117,7 +117,7 @@ fn unzigzag(v: u64) -> i64 {
 
 /// Read a varint at `*pos`; `None` when the buffer ends or it is longer than 10 bytes.
 #[inline(always)]
-fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     let mut shift = 0u32;
     loop {

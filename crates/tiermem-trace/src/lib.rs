@@ -34,6 +34,7 @@ pub mod format;
 pub mod info;
 pub mod lackey;
 pub mod pinatrace;
+pub mod profile;
 pub mod qemu;
 pub mod report;
 mod textbuf;
@@ -167,4 +168,19 @@ pub struct ImportStats {
     pub skipped: u64,
     /// Malformed lines skipped in lenient mode.
     pub malformed: u64,
+}
+
+/// SplitMix64: the importers' seeded draws (deterministic across platforms).
+pub(crate) struct SplitMix(u64);
+impl SplitMix {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
