@@ -533,6 +533,38 @@ s10() {
   wait $hc 2>/dev/null
 }
 
+# The profile capture on this kernel (Debian's 6.12 has soft-dirty bits, not idle-page
+# tracking): hotcold writes its 16 MiB hot region (4096 pages, on node 1) in a loop and
+# leaves its 64 MiB cold region (node 0) alone, so each interval after the first must hold
+# about 4096 written pages, and the first every resident page.
+s11() {
+  if ! tiermem trace profile --interval 1s --out /tmp/p.tmprof -- hotcold 16 64 1 0 5 >/tmp/prof.out 2>&1; then
+    fail profile "$(tail -3 /tmp/prof.out | tr '\n' ' ')"; return
+  fi
+  tiermem trace info --json /tmp/p.tmprof >/tmp/pinfo.json 2>&1
+  local src iv mean touched share1
+  src=$(sed -n 's/.*"source": "\([a-z_]*\)".*/\1/p' /tmp/pinfo.json)
+  iv=$(sed -n 's/^  "intervals": \([0-9]*\).*/\1/p' /tmp/pinfo.json)
+  mean=$(sed -n 's/.*"mean_accessed_pages": \([0-9]*\).*/\1/p' /tmp/pinfo.json)
+  touched=$(sed -n 's/.*"touched_pages": \([0-9]*\).*/\1/p' /tmp/pinfo.json)
+  share1=$(tr -d ' \n' </tmp/pinfo.json | sed -n 's/.*"node_share":\[[0-9.e-]*,0\.\([0-9]\{2\}\).*/\1/p')
+  info "profile: $(tail -1 /tmp/prof.out)"
+  if [ "$src" != soft_dirty ] || [ "${iv:-0}" -lt 4 ]; then
+    fail profile "source ${src:-?} (expected soft_dirty), intervals ${iv:-?}: $(head -c 400 /tmp/pinfo.json | tr '\n' ' ')"
+  elif [ "${mean:-0}" -lt 3900 ] || [ "${mean:-0}" -gt 4600 ]; then
+    fail profile "mean pages written per interval ${mean:-?}, expected about 4096"
+  elif [ "${touched:-0}" -lt 20480 ] || [ "${touched:-0}" -gt 22000 ]; then
+    fail profile "pages touched ${touched:-?}, expected about 20480 (hot + cold)"
+  elif [ "${share1:-0}" -lt 15 ] || [ "${share1:-0}" -gt 25 ]; then
+    fail profile "share of pages on node 1 0.${share1:-?}, expected about 0.20 (16 of 80 MiB)"
+  elif ! tiermem trace import --format profile /tmp/p.tmprof /tmp/p.tmt >/tmp/pimp.out 2>&1; then
+    fail profile "import: $(tail -2 /tmp/pimp.out | tr '\n' ' ')"
+  else
+    info "profile: intervals $iv, written pages per interval $mean, touched $touched, node 1 share 0.$share1; $(tail -1 /tmp/pimp.out)"
+    pass profile
+  fi
+}
+
 ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
 if [ -n "$ONLY" ]; then
   for s in $(echo "$ONLY" | tr ',' ' '); do $s; done
@@ -546,6 +578,7 @@ else
     s7
     s8
     s10
+    s11
   fi
   s9
   s6

@@ -513,3 +513,94 @@ fn recording_a_missing_program_is_refused() {
     bad(&o, "cannot record /no/such/shell");
     assert!(!out.exists());
 }
+
+/// A soft-dirty profile of 3 intervals: 64 pages at the first scan, then 16 written pages
+/// in each of two one-second intervals.
+fn write_profile(path: &Path) {
+    use tiermem_trace::profile::*;
+    let header = ProfileHeader {
+        version: VERSION,
+        page_size: PAGE_SIZE,
+        arch: "x86_64".into(),
+        interval_ns: 1_000_000_000,
+        source: "soft_dirty".into(),
+        command: vec!["prog".into()],
+        pid: 9,
+        host: "h".into(),
+        kernel: "6.12.117".into(),
+        started_unix_s: 0,
+        nodes: 2,
+    };
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = ProfileWriter::new(f, &header, "p").unwrap();
+    let iv = |end_ns, accessed| Interval {
+        end_ns,
+        cpu_ns: end_ns,
+        threads: 1,
+        rss_pages: 64,
+        node_pages: vec![48, 16],
+        accessed,
+    };
+    w.interval(&iv(0, vec![(0x1000, 0x1040)])).unwrap();
+    w.interval(&iv(1_000_000_000, vec![(0x1000, 0x1010)]))
+        .unwrap();
+    w.interval(&iv(2_000_000_000, vec![(0x1000, 0x1008), (0x1020, 0x1028)]))
+        .unwrap();
+    w.finish(&ProfileEnd::default()).unwrap();
+}
+
+#[test]
+fn a_profile_is_summarised_and_replayed_and_a_cut_one_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.tmprof");
+    write_profile(&p);
+    let info = json(&ok(&tiermem(&["trace", "info", "--json", s(&p)])));
+    assert_eq!(info["intervals"], 3);
+    assert_eq!(info["touched_pages"], 64);
+    assert_eq!(info["mean_accessed_pages"], 16.0);
+    assert!(ok(&tiermem(&["trace", "info", s(&p)])).contains("page-activity profile"));
+    let t = dir.path().join("p.tmt");
+    ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "profile",
+        s(&p),
+        s(&t),
+    ]));
+    let ti = json(&ok(&tiermem(&["trace", "info", "--json", s(&t)])));
+    // Soft-dirty profiles see writes: every replayed access is a store.
+    assert_eq!(
+        (ti["accesses"].as_u64(), ti["writes"].as_u64()),
+        (Some(96), Some(96))
+    );
+    let t2 = dir.path().join("p2.tmt");
+    ok(&tiermem(&[
+        "trace",
+        "import",
+        "--format",
+        "profile",
+        "--accesses-per-page",
+        "3",
+        s(&p),
+        s(&t2),
+    ]));
+    assert_eq!(
+        json(&ok(&tiermem(&["trace", "info", "--json", s(&t2)])))["accesses"],
+        288
+    );
+    // Cut short: no end frame.
+    let bytes = std::fs::read(&p).unwrap();
+    let cut = dir.path().join("cut.tmprof");
+    std::fs::write(&cut, &bytes[..bytes.len() - 12]).unwrap();
+    bad(&tiermem(&["trace", "info", s(&cut)]), "cut.tmprof");
+    bad(
+        &tiermem(&["trace", "import", "--format", "profile", s(&cut), s(&t)]),
+        "cut.tmprof",
+    );
+    bad(&tiermem(&["trace", "profile"]), "--pid");
+    bad(
+        &tiermem(&["trace", "profile", "--interval", "1ms", "--", "true"]),
+        "10ms",
+    );
+}
