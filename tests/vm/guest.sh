@@ -535,8 +535,8 @@ s10() {
 
 # The profile capture on this kernel (Debian's 6.12 has soft-dirty bits, not idle-page
 # tracking): hotcold writes its 16 MiB hot region (4096 pages, on node 1) in a loop and
-# leaves its 64 MiB cold region (node 0) alone, so each interval after the first must hold
-# about 4096 written pages, and the first every resident page.
+# leaves its 64 MiB cold region (node 0) alone, so the median interval must hold about 4096
+# written pages (the first after the program's start also holds the pages it populates).
 s11() {
   if ! tiermem trace profile --interval 1s --out /tmp/p.tmprof -- hotcold 16 64 1 0 5 >/tmp/prof.out 2>&1; then
     fail profile "$(tail -3 /tmp/prof.out | tr '\n' ' ')"; return
@@ -545,15 +545,17 @@ s11() {
   local src iv mean touched share1
   src=$(sed -n 's/.*"source": "\([a-z_]*\)".*/\1/p' /tmp/pinfo.json)
   iv=$(sed -n 's/^  "intervals": \([0-9]*\).*/\1/p' /tmp/pinfo.json)
-  mean=$(sed -n 's/.*"mean_accessed_pages": \([0-9]*\).*/\1/p' /tmp/pinfo.json)
+  mean=$(sed -n 's/.*"median_accessed_pages": \([0-9]*\).*/\1/p' /tmp/pinfo.json)
   touched=$(sed -n 's/.*"touched_pages": \([0-9]*\).*/\1/p' /tmp/pinfo.json)
   share1=$(tr -d ' \n' </tmp/pinfo.json | sed -n 's/.*"node_share":\[[0-9.e-]*,0\.\([0-9]\{2\}\).*/\1/p')
   info "profile: $(tail -1 /tmp/prof.out)"
   if [ "$src" != soft_dirty ] || [ "${iv:-0}" -lt 4 ]; then
     fail profile "source ${src:-?} (expected soft_dirty), intervals ${iv:-?}: $(head -c 400 /tmp/pinfo.json | tr '\n' ' ')"
   elif [ "${mean:-0}" -lt 3900 ] || [ "${mean:-0}" -gt 4600 ]; then
-    fail profile "mean pages written per interval ${mean:-?}, expected about 4096"
-  elif [ "${touched:-0}" -lt 20480 ] || [ "${touched:-0}" -gt 22000 ]; then
+    fail profile "median pages written per interval ${mean:-?}, expected about 4096"
+  # A page first written between a scan's pagemap read and its clear_refs write is missed
+  # (profiler.rs): while hotcold populates, a few per cent of its pages.
+  elif [ "${touched:-0}" -lt 19500 ] || [ "${touched:-0}" -gt 22000 ]; then
     fail profile "pages touched ${touched:-?}, expected about 20480 (hot + cold)"
   elif [ "${share1:-0}" -lt 15 ] || [ "${share1:-0}" -gt 25 ]; then
     fail profile "share of pages on node 1 0.${share1:-?}, expected about 0.20 (16 of 80 MiB)"

@@ -173,7 +173,7 @@ fn record_pid(
         let status = child.as_mut().and_then(|c| c.wait().ok());
         use std::os::unix::process::ExitStatusExt;
         let end = ProfileEnd {
-            intervals: 0,
+            intervals: k as u64,
             wall_ns: (last_scan - t0).as_nanos() as u64,
             program_cpu_ns: program_cpu,
             recorder_cpu_ns: self_cpu_ns().saturating_sub(cpu0),

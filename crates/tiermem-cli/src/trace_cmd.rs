@@ -393,11 +393,12 @@ fn print_profile_info(name: &str, i: &tiermem_trace::profile::ProfileInfo) {
         );
     }
     println!(
-        "intervals   {} (peak RSS {:.1} MiB, {:.1} MiB touched, {:.0} pages accessed per interval)",
+        "intervals   {} (peak RSS {:.1} MiB, {:.1} MiB touched, pages accessed per interval: mean {:.0}, median {})",
         i.intervals,
         i.peak_rss_pages as f64 / 256.0,
         i.touched_pages as f64 / 256.0,
-        i.mean_accessed_pages
+        i.mean_accessed_pages,
+        i.median_accessed_pages
     );
     let share: Vec<String> = i
         .node_share

@@ -656,6 +656,9 @@ pub struct ProfileInfo {
     pub touched_pages: u64,
     /// Mean pages accessed per interval (after the first scan).
     pub mean_accessed_pages: f64,
+    /// Median pages accessed per interval (after the first scan; the interval in which a
+    /// program populates its memory does not move it).
+    pub median_accessed_pages: u64,
     /// The program's mean share of present pages on each node.
     pub node_share: Vec<f64>,
 }
@@ -669,12 +672,14 @@ pub fn info<R: Read>(input: R, name: &str) -> Result<ProfileInfo, TraceError> {
     };
     let mut touched: std::collections::BTreeMap<u64, u64> = Default::default(); // start -> end
     let mut accessed_sum = 0u64;
+    let mut per_interval: Vec<u64> = Vec::new();
     while let Some(frame) = r.next_frame()? {
         let Frame::Interval(iv) = frame else { continue };
         out.intervals += 1;
         out.peak_rss_pages = out.peak_rss_pages.max(iv.rss_pages);
         if out.intervals > 1 {
             accessed_sum += iv.accessed_pages();
+            per_interval.push(iv.accessed_pages());
         }
         let present: u64 = iv.node_pages.iter().sum();
         for (s, &n) in out.node_share.iter_mut().zip(&iv.node_pages) {
@@ -689,6 +694,11 @@ pub fn info<R: Read>(input: R, name: &str) -> Result<ProfileInfo, TraceError> {
     }
     out.touched_pages = touched.iter().map(|(a, b)| b - a).sum();
     out.mean_accessed_pages = accessed_sum as f64 / (out.intervals.saturating_sub(1)).max(1) as f64;
+    per_interval.sort_unstable();
+    out.median_accessed_pages = per_interval
+        .get(per_interval.len() / 2)
+        .copied()
+        .unwrap_or(0);
     out.end = r.end().cloned();
     out.header = Some(r.header.clone());
     Ok(out)
@@ -852,7 +862,7 @@ mod tests {
             (i.intervals, i.peak_rss_pages, i.touched_pages),
             (2, 300, 0x2c + 0x100)
         );
-        assert_eq!(i.mean_accessed_pages, 16.0);
+        assert_eq!((i.mean_accessed_pages, i.median_accessed_pages), (16.0, 16));
         assert!((i.node_share[0] - (200.0 / 300.0 + 250.0 / 300.0) / 2.0).abs() < 1e-12);
     }
 
