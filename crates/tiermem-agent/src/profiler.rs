@@ -379,7 +379,7 @@ impl Profiler {
         let mut words: Vec<(u64, u64)> = self
             .present
             .iter()
-            .map(|&(_, e)| ((e & PFN_MASK) / 64, 1u64 << (e & PFN_MASK) % 64))
+            .map(|&(_, e)| ((e & PFN_MASK) / 64, 1u64 << ((e & PFN_MASK) % 64)))
             .collect();
         words.sort_unstable_by_key(|w| w.0);
         words.dedup_by(|b, a| {
