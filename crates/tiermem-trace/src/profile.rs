@@ -43,6 +43,9 @@ const MAX_JSON: u32 = 1 << 20;
 const MAX_PAGE: u64 = 1 << 45;
 /// VMAs in one frame (the kernel's default `vm.max_map_count` is 65530).
 const MAX_VMAS: u64 = 1 << 22;
+/// Accessed runs in one interval: 64 Mi runs (1 GiB held while the interval is read) are
+/// a 512 GiB process whose every other page was accessed.
+const MAX_RUNS: u64 = 1 << 26;
 /// Nodes per interval (`MAX_NUMNODES` with `CONFIG_NODES_SHIFT=10`).
 const MAX_NODES: u32 = 1024;
 
@@ -522,7 +525,7 @@ impl<R: Read> ProfileReader<R> {
         for _ in 0..self.header.nodes {
             node_pages.push(self.bounded("node pages", MAX_PAGE)?);
         }
-        let runs = self.bounded("accessed run count", MAX_PAGE / 2)?;
+        let runs = self.bounded("accessed run count", MAX_RUNS)?;
         let mut accessed = Vec::with_capacity(runs.min(1 << 16) as usize);
         let mut prev = 0;
         for _ in 0..runs {
@@ -592,6 +595,18 @@ pub fn import<R: Read, W: Write>(
     while let Some(frame) = r.next_frame()? {
         st.lines += 1;
         let Frame::Interval(iv) = frame else { continue };
+        // Checked before the pages are expanded: a hostile run of 2^44 pages is refused, not
+        // allocated.
+        let expected = iv.accessed_pages() as f64 * opts.accesses_per_page;
+        if st.accesses as f64 + expected > opts.max_accesses as f64 {
+            return Err(TraceError::invalid(
+                name,
+                format!(
+                    "would write more than {} accesses by the interval ending at {} ns: lower the accesses per page",
+                    opts.max_accesses, iv.end_ns
+                ),
+            ));
+        }
         pages.clear();
         for &(a, b) in &iv.accessed {
             pages.extend(a..b);
@@ -899,6 +914,24 @@ mod tests {
         let e = ProfileReader::new(&f[..], "p").err().unwrap();
         assert!(e.to_string().contains("4 KiB"), "{e}");
         assert!(ProfileReader::new(&b"TMTRACE\0xxxx"[..], "p").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_streams_are_refused_without_a_panic(body in proptest::collection::vec(proptest::num::u8::ANY, 0..512), cut in 0usize..4096) {
+            // A valid header, then arbitrary frames; and the sample cut anywhere.
+            let mut raw = Vec::new();
+            zstd::Decoder::new(&sample()[8..]).unwrap().read_to_end(&mut raw).unwrap();
+            let json_end = 4 + u32::from_le_bytes(raw[..4].try_into().unwrap()) as usize;
+            for stream in [[&raw[..json_end], &body[..]].concat(), raw[..cut.min(raw.len())].to_vec()] {
+                let mut f = MAGIC.to_vec();
+                f.extend(zstd::encode_all(&stream[..], 1).unwrap());
+                let mut w = TraceWriter::new(Vec::new(), TIME_UNIT, "profile").unwrap();
+                let opts = ProfileImport { max_accesses: 1 << 20, ..Default::default() };
+                let _ = import(&f[..], "p", &mut w, opts);
+                let _ = info(&f[..], "p");
+            }
+        }
     }
 
     #[test]

@@ -135,7 +135,10 @@ fn crates_depend_only_in_the_directions_of_the_map() {
                 "tiermem-trace",
             ],
         ),
-        ("tiermem-agent", &["tiermem-core", "tiermem-policy"]),
+        (
+            "tiermem-agent",
+            &["tiermem-core", "tiermem-policy", "tiermem-trace"],
+        ),
         ("tiermem-lab", &["tiermem-core", "tiermem-sim"]),
         (
             "tiermem-py",
