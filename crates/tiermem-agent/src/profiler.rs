@@ -1,5 +1,5 @@
 //! The page-activity profiler behind `tiermem trace profile`: which pages of a live process
-//! were accessed in each interval, at a cost the process barely notices, seen through one of
+//! were accessed in each interval, seen through one of
 //! two kernel interfaces ([`Source`]):
 //! * idle-page tracking (`Documentation/admin-guide/mm/idle_page_tracking.rst`,
 //!   `CONFIG_IDLE_PAGE_TRACKING`): reads and writes, page by page;

@@ -95,8 +95,9 @@ pub enum TraceCmd {
     },
     /// Profile a running program at page granularity with the kernel's idle-page tracking
     /// (root; `CONFIG_IDLE_PAGE_TRACKING`): every `--interval`, which of its pages were
-    /// accessed, its CPU time, threads, resident set and pages per node. A few per cent of
-    /// overhead at any size; replay with `trace import --format profile`.
+    /// accessed, its CPU time, threads, resident set and pages per node. Its cost grows with
+    /// the pages, not the accesses (`bench --profile` measures it); replay with `trace import
+    /// --format profile`.
     Profile {
         /// Output profile file.
         #[arg(long, default_value = "profile.tmprof")]

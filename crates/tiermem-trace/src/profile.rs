@@ -5,8 +5,8 @@
 //! A profile is what a low-overhead observer of a live process can see: per interval, the
 //! set of the process's pages whose accessed bit was set (at page granularity, not per
 //! access), its CPU time, thread count and resident set, and where its pages were (pages
-//! per NUMA node). It scales to any program size at a few per cent of overhead, where an
-//! exact trace costs tens of times the program's run time (`docs/traces.md`).
+//! per NUMA node). Its cost grows with the program's pages per interval, not with its accesses,
+//! where an exact trace costs tens of times the program's run time (`docs/traces.md`).
 //!
 //! File layout: the magic `TMPROF1\0`, then one zstd stream holding
 //! * a little-endian `u32` length and the JSON [`ProfileHeader`] (provenance: command, pid,
