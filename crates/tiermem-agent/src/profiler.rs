@@ -1,6 +1,5 @@
 //! The page-activity profiler behind `tiermem trace profile`: which pages of a live process
-//! were accessed in each interval, seen through one of
-//! two kernel interfaces ([`Source`]):
+//! were accessed in each interval, seen through one of two kernel interfaces ([`Source`]):
 //! * idle-page tracking (`Documentation/admin-guide/mm/idle_page_tracking.rst`,
 //!   `CONFIG_IDLE_PAGE_TRACKING`): reads and writes, page by page;
 //! * soft-dirty bits (`Documentation/admin-guide/mm/soft-dirty.rst`, `CONFIG_MEM_SOFT_DIRTY`):
