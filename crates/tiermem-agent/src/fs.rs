@@ -85,12 +85,7 @@ impl HostFs {
     pub fn write(&self, kpath: &str, value: &str) -> Result<(), Error> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let p = self.path(kpath);
-        crate::allow::check_write(kpath).map_err(|why| Error::NotAllowed {
-            path: p.clone(),
-            why,
-        })?;
-        self.check_no_link(kpath, &p)?;
+        let p = self.writable_path(kpath)?;
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
@@ -105,18 +100,24 @@ impl HostFs {
     /// idle-page bitmap), with [`Self::write`]'s checks.
     pub fn open_rw(&self, kpath: &str) -> Result<std::fs::File, Error> {
         use std::os::unix::fs::OpenOptionsExt;
-        let p = self.path(kpath);
-        crate::allow::check_write(kpath).map_err(|why| Error::NotAllowed {
-            path: p.clone(),
-            why,
-        })?;
-        self.check_no_link(kpath, &p)?;
+        let p = self.writable_path(kpath)?;
         std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&p)
             .map_err(|e| Error::io(&p, "open for reading and writing", e))
+    }
+
+    /// The host path of `kpath` if the allow-list has it and no symbolic link leads to it.
+    fn writable_path(&self, kpath: &str) -> Result<PathBuf, Error> {
+        let p = self.path(kpath);
+        crate::allow::check_write(kpath).map_err(|why| Error::NotAllowed {
+            path: p.clone(),
+            why,
+        })?;
+        self.check_no_link(kpath, &p)?;
+        Ok(p)
     }
 
     /// Refuse a path whose directory is reached through a symbolic link (or `..`).

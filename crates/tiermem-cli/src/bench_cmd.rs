@@ -389,10 +389,7 @@ fn bench_capture(command: &[String]) -> Result<(), Failure> {
         return Err(input("--capture needs a program after `--`"));
     }
     let native = native_best_of_3(command)?;
-    let dir = tempfile::tempdir().map_err(|e| Failure {
-        code: 1,
-        err: anyhow::anyhow!("cannot create a temporary directory: {e}"),
-    })?;
+    let dir = temp_dir()?;
     let out = dir.path().join("capture.tmt");
     let t0 = std::time::Instant::now();
     crate::capture::record_qemu_with(&out, "qemu-x86_64", command, std::process::Stdio::null())?;
@@ -405,6 +402,13 @@ fn bench_capture(command: &[String]) -> Result<(), Failure> {
         capture / native.max(1e-9)
     );
     Ok(())
+}
+
+fn temp_dir() -> Result<tempfile::TempDir, Failure> {
+    tempfile::tempdir().map_err(|e| Failure {
+        code: 1,
+        err: anyhow::anyhow!("cannot create a temporary directory: {e}"),
+    })
 }
 
 /// The best of three native runs of `command` (its output discarded), seconds.
@@ -440,10 +444,7 @@ fn bench_profile(command: &[String], interval: f64) -> Result<(), Failure> {
     tiermem_agent::profiler::detect_source(&tiermem_agent::fs::HostFs::default())
         .map_err(crate::live_failure)?;
     let native = native_best_of_3(command)?;
-    let dir = tempfile::tempdir().map_err(|e| Failure {
-        code: 1,
-        err: anyhow::anyhow!("cannot create a temporary directory: {e}"),
-    })?;
+    let dir = temp_dir()?;
     let out = dir.path().join("bench.tmprof");
     let r = crate::profile_cmd::record(
         &out,

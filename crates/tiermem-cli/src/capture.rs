@@ -33,7 +33,7 @@ fn cache_dir() -> PathBuf {
         .join("tiermem")
 }
 
-fn failure(msg: String) -> Failure {
+pub(crate) fn failure(msg: String) -> Failure {
     Failure {
         code: 1,
         err: anyhow::anyhow!(msg),
@@ -233,16 +233,27 @@ pub(crate) fn import_to(
     )
     .map_err(trace_failure)?;
     let r = f(&mut w).and_then(|st| w.finish().map(|footer| (st, footer)));
-    let r = r.map_err(trace_failure).and_then(|ok| {
-        std::fs::rename(&tmp, output)
-            .map(|()| ok)
-            .map_err(|e| Failure {
-                code: 1,
-                err: anyhow::anyhow!("cannot rename {} to {oname}: {e}", tmp.display()),
-            })
+    rename_into_place(&tmp, output, r.map_err(trace_failure))
+}
+
+/// Rename the [`temp_beside`] file `tmp` over `output` when `r` succeeded; remove it when
+/// `r` or the rename failed.
+pub(crate) fn rename_into_place<T>(
+    tmp: &Path,
+    output: &Path,
+    r: Result<T, Failure>,
+) -> Result<T, Failure> {
+    let r = r.and_then(|ok| {
+        std::fs::rename(tmp, output).map(|()| ok).map_err(|e| {
+            failure(format!(
+                "cannot rename {} to {}: {e}",
+                tmp.display(),
+                output.display()
+            ))
+        })
     });
     if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(tmp);
     }
     r
 }

@@ -7,7 +7,7 @@
 //! profile is still written whole). The program's last partial interval is not seen: once
 //! it has exited its page tables are gone.
 
-use crate::capture::{host_and_kernel, resolve_program, temp_beside};
+use crate::capture::{failure, host_and_kernel, rename_into_place, resolve_program, temp_beside};
 use crate::{input, Failure};
 use std::path::Path;
 use std::process::{Child, Command};
@@ -26,13 +26,6 @@ pub enum Target<'a> {
 pub struct Recorded {
     pub end: ProfileEnd,
     pub wall_s: f64,
-}
-
-fn io_failure(what: String) -> Failure {
-    Failure {
-        code: 1,
-        err: anyhow::anyhow!(what),
-    }
 }
 
 /// Whether `pid` is still a process that has page tables (not gone, not a zombie).
@@ -129,12 +122,8 @@ fn record_pid(
         let mut k = 0u32;
         let mut last_scan = t0;
         loop {
-            let scanned = if k == 0 || alive(pid) {
-                prof.scan()
-            } else {
-                break;
-            };
-            let (vmas, mut iv) = match scanned {
+            // The loop's end checks that the program is still there before each scan.
+            let (vmas, mut iv) = match prof.scan() {
                 Ok(x) => x,
                 // The program exited during the scan.
                 Err(_) if k > 0 && !alive(pid) => break,
@@ -181,22 +170,13 @@ fn record_pid(
             signal: status.and_then(|s| s.signal()),
         };
         let mut bw = w.finish(&end).map_err(crate::capture::trace_failure)?;
-        std::io::Write::flush(&mut bw)
-            .map_err(|e| io_failure(format!("{}: {e}", tmp.display())))?;
+        std::io::Write::flush(&mut bw).map_err(|e| failure(format!("{}: {e}", tmp.display())))?;
         Ok(Recorded {
             end,
             wall_s: t0.elapsed().as_secs_f64(),
         })
     })();
-    let result = result.and_then(|r| {
-        std::fs::rename(&tmp, out)
-            .map(|()| r)
-            .map_err(|e| io_failure(format!("cannot rename {} to {oname}: {e}", tmp.display())))
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    rename_into_place(&tmp, out, result)
 }
 
 /// The one-line summary `trace profile` prints.

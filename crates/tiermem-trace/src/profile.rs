@@ -599,13 +599,7 @@ pub fn import<R: Read, W: Write>(
         // allocated.
         let expected = iv.accessed_pages() as f64 * opts.accesses_per_page;
         if st.accesses as f64 + expected > opts.max_accesses as f64 {
-            return Err(TraceError::invalid(
-                name,
-                format!(
-                    "would write more than {} accesses by the interval ending at {} ns: lower the accesses per page",
-                    opts.max_accesses, iv.end_ns
-                ),
-            ));
+            return Err(over_budget(name, opts.max_accesses, iv.end_ns));
         }
         pages.clear();
         for &(a, b) in &iv.accessed {
@@ -627,13 +621,7 @@ pub fn import<R: Read, W: Write>(
             .collect();
         let total: u64 = counts.iter().map(|&c| c as u64).sum();
         if st.accesses + total > opts.max_accesses {
-            return Err(TraceError::invalid(
-                name,
-                format!(
-                    "would write more than {} accesses by the interval ending at {} ns: lower the accesses per page",
-                    opts.max_accesses, iv.end_ns
-                ),
-            ));
+            return Err(over_budget(name, opts.max_accesses, iv.end_ns));
         }
         let span = (iv.end_ns - start_ns) as u128;
         let mut k = 0u128;
@@ -655,6 +643,13 @@ pub fn import<R: Read, W: Write>(
         start_ns = iv.end_ns;
     }
     Ok(st)
+}
+
+fn over_budget(name: &str, max: u64, end_ns: u64) -> TraceError {
+    TraceError::invalid(
+        name,
+        format!("would write more than {max} accesses by the interval ending at {end_ns} ns: lower the accesses per page"),
+    )
 }
 
 /// The time unit of a replayed profile.
