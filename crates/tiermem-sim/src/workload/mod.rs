@@ -128,6 +128,15 @@ impl Generator {
         }
     }
 
+    /// A stream the engine may draw one access at a time, in step with their execution
+    /// ([`PmbenchGen::endless`]): pmbench's measured phase, drawn inline.
+    pub fn endless(&mut self) -> Option<&mut PmbenchGen> {
+        match self {
+            Generator::Pmbench(g) if g.endless() => Some(g),
+            _ => None,
+        }
+    }
+
     /// A thread that only waits after its setup, waking periodically: (its wake period,
     /// the CPU time its setup used before time 0).
     pub fn waiter(&self) -> Option<(SimDuration, SimDuration)> {
@@ -395,15 +404,6 @@ impl PmbenchGen {
     /// `n` accesses: a page from the pattern, then the read/write draw.
     #[inline]
     fn fill(&mut self, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<Access>, n: usize) {
-        let thr = self.read_threshold;
-        let access = |page: u64, rng: &mut Xoshiro256PlusPlus| {
-            let rw = rng.next_u64() & 1023;
-            Access {
-                idx: page as u32,
-                lines: 1,
-                kind: if rw < thr { K_READ } else { K_WRITE },
-            }
-        };
         out.reserve(n);
         match self.pattern {
             // The common case, with the pattern's match taken out of the loop.
@@ -413,13 +413,47 @@ impl PmbenchGen {
                 offset,
             } => out.extend((0..n).map(|_| {
                 let page = Pattern::normal_ih(rng, pages, k, offset);
-                access(page, rng)
+                self.access(page, rng)
             })),
             _ => out.extend((0..n).map(|_| {
                 let page = self.pattern.next(rng);
-                access(page, rng)
+                self.access(page, rng)
             })),
         }
+    }
+
+    /// The access to `page`: a load or a store by the read/write draw.
+    #[inline(always)]
+    fn access(&self, page: u64, rng: &mut Xoshiro256PlusPlus) -> Access {
+        let rw = rng.next_u64() & 1023;
+        Access {
+            idx: page as u32,
+            lines: 1,
+            kind: if rw < self.read_threshold {
+                K_READ
+            } else {
+                K_WRITE
+            },
+        }
+    }
+
+    /// The measured phase has begun: from here the stream is endless and the same
+    /// whatever the batch size, so the engine may draw it one access at a time
+    /// ([`PmbenchGen::draw`]) instead of in batches.
+    pub fn endless(&self) -> bool {
+        self.phase == PmPhase::Run
+    }
+
+    /// The next access of the measured phase: the same draws, in the same order, as
+    /// [`PmbenchGen::fill`] makes.
+    #[inline(always)]
+    pub fn draw(&mut self, rng: &mut Xoshiro256PlusPlus) -> Access {
+        debug_assert!(self.endless());
+        let page = match self.pattern {
+            Pattern::NormalIh { n, k, offset } => Pattern::normal_ih(rng, n, k, offset),
+            _ => self.pattern.next(rng),
+        };
+        self.access(page, rng)
     }
 }
 
@@ -1586,6 +1620,46 @@ mod tests {
         seen.sort();
         seen.dedup();
         assert_eq!(seen.len(), 10);
+    }
+
+    /// One access at a time ([`PmbenchGen::draw`]) gives the batches' accesses and leaves
+    /// the random stream where they leave it, for each pattern.
+    #[test]
+    fn drawing_one_at_a_time_gives_the_batches_stream() {
+        for pattern in [
+            PmbenchPattern::NormalIh,
+            PmbenchPattern::Uniform,
+            PmbenchPattern::Normal,
+            PmbenchPattern::Pareto,
+            PmbenchPattern::Linear,
+        ] {
+            let cfg = PmbenchConfig {
+                mapsize: tiermem_core::units::Bytes::mib(64),
+                pattern,
+                stride: 3,
+                cold: true,
+                ..Default::default()
+            };
+            let (mut batched, mut single) = (PmbenchGen::new(&cfg, 0), PmbenchGen::new(&cfg, 0));
+            let mut rng_b = Xoshiro256PlusPlus::seed_from_u64(11);
+            let mut rng_s = rng_b.clone();
+            let mut out = Vec::new();
+            assert!(
+                !single.endless(),
+                "{pattern:?}: endless before the run starts"
+            );
+            assert_eq!(batched.next(&mut rng_b, &mut out), Step::RunStart);
+            assert_eq!(single.next(&mut rng_s, &mut out), Step::RunStart);
+            assert!(single.endless(), "{pattern:?}");
+            assert_eq!(batched.next(&mut rng_b, &mut out), Step::Accesses);
+            let drawn: Vec<Access> = (0..out.len()).map(|_| single.draw(&mut rng_s)).collect();
+            assert_eq!(drawn, out, "{pattern:?}");
+            assert_eq!(
+                rng_b.next_u64(),
+                rng_s.next_u64(),
+                "{pattern:?}: stream position"
+            );
+        }
     }
 
     #[test]
