@@ -128,7 +128,7 @@ impl Generator {
         }
     }
 
-    /// A stream the engine may draw one access at a time, in step with their execution
+    /// A stream the engine may draw in batches of its own size, prefetching as it draws
     /// ([`PmbenchGen::endless`]): pmbench's measured phase, drawn inline.
     pub fn endless(&mut self) -> Option<&mut PmbenchGen> {
         match self {
@@ -438,8 +438,8 @@ impl PmbenchGen {
     }
 
     /// The measured phase has begun: from here the stream is endless and the same
-    /// whatever the batch size, so the engine may draw it one access at a time
-    /// ([`PmbenchGen::draw`]) instead of in batches.
+    /// whatever the batch size, so the engine may draw it an access at a time
+    /// ([`PmbenchGen::draw`]) in batches of its own size.
     pub fn endless(&self) -> bool {
         self.phase == PmPhase::Run
     }
@@ -449,10 +449,7 @@ impl PmbenchGen {
     #[inline(always)]
     pub fn draw(&mut self, rng: &mut Xoshiro256PlusPlus) -> Access {
         debug_assert!(self.endless());
-        let page = match self.pattern {
-            Pattern::NormalIh { n, k, offset } => Pattern::normal_ih(rng, n, k, offset),
-            _ => self.pattern.next(rng),
-        };
+        let page = self.pattern.next(rng);
         self.access(page, rng)
     }
 }
