@@ -567,6 +567,21 @@ s11() {
   fi
 }
 
+# The profile capture's overhead on a named public program (xz, from Debian's xz-utils,
+# compressing the first 4 MB of the tiermem binary): `tiermem bench --profile` times it
+# three times natively and three times under the soft-dirty profile (alternated), scanning
+# every second.
+# Informational: a ratio measured in one run under TCG, printed, not held to a bound
+# (docs/traces.md gives the figures).
+s12() {
+  head -c 4000000 /bin/tiermem > /tmp/xzin
+  if ! tiermem bench --profile --profile-interval 1s -- xz -6 -T1 -c /tmp/xzin >/tmp/pbench.out 2>&1; then
+    fail profile-overhead "$(tail -3 /tmp/pbench.out | tr '\n' ' ')"; return
+  fi
+  info "profile-overhead: $(tr -s ' ' </tmp/pbench.out | tr '\n' ';')"
+  pass profile-overhead
+}
+
 ONLY=$(sed -n 's/.*tiermem_only=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
 if [ -n "$ONLY" ]; then
   for s in $(echo "$ONLY" | tr ',' ' '); do $s; done
@@ -581,6 +596,7 @@ else
     s8
     s10
     s11
+    s12
   fi
   s9
   s6

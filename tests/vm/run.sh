@@ -29,6 +29,9 @@ gcc -O2 -static -o "$ROOT/bin/wicheck" tests/vm/wicheck.c
 gcc -O2 -static -o "$ROOT/bin/hotcold" tests/vm/hotcold.c
 gcc -O2 -static -o "$ROOT/bin/ksmcheck" tests/vm/ksmcheck.c
 cp tests/vm/guest.sh "$ROOT/guest.sh"
+# xz (Debian's xz-utils) for the profile-overhead bench (s12), with its libraries.
+cp /usr/bin/xz "$ROOT/bin/xz"
+vm_libs /usr/bin/xz "$ROOT"
 cat > "$ROOT/init" <<'EOF'
 #!/bin/busybox sh
 . /bin/guest-boot.sh
