@@ -3,8 +3,11 @@
 //!
 //! Tolerances are the same for every scenario (no per-scenario knob can make a case pass):
 //!
-//! * **counts**: within 10 % of the kernel's value, or 1 % of the workload's pages
-//!   (whichever is larger: a counter of a few pages is at the recording's resolution);
+//! * **counts**: within 10 % of the kernel's value, or 1 % of the workload's pages when
+//!   that is larger (a counter of a few pages is at the recording's resolution), the floor
+//!   capped at a quarter of the count (a floor above the count would pass zero);
+//! * **burst sizes**: within 10 % of that burst, at least a page (no floor of the
+//!   workload's size: a 16-page burst must not pass against the kernel's 1 036);
 //! * **event times** (first occurrence, bursts, scan passes): within one scan period
 //!   (`task_scan_start` of the workload: `max(100 ms, scan_period_min / windows)`) plus one
 //!   sample interval (both timelines are sampled);
@@ -160,12 +163,37 @@ fn count_row(check: String, k: f64, s: f64, tol: &Tolerances) -> CheckResult {
 }
 
 fn count_row_in(check: String, k: f64, s: f64, tol: &Tolerances, unit: Unit) -> CheckResult {
-    let floor = match unit {
-        Unit::Pages => tol.count_abs,
-        Unit::Bytes => tol.count_abs * 4096.0,
-        Unit::Events => 0.5,
-    };
-    let allowed = (tol.count_rel * k.abs()).max(floor);
+    count_row_within(check, k, s, tol.count_allowed(k, unit))
+}
+
+/// The share of a count its absolute floor may reach: a floor above the count itself would
+/// pass any value from zero to twice the count, so the floor is capped at a quarter of it.
+const FLOOR_SHARE: f64 = 0.25;
+
+impl Tolerances {
+    /// How far a count may be from the kernel's `k`: 10 % of it, or the unit's floor (1 % of
+    /// the workload's pages, half an event) but never more than a quarter of `k`; at least
+    /// the recordings' resolution (one page, half an event).
+    pub fn count_allowed(&self, k: f64, unit: Unit) -> f64 {
+        let (floor, resolution) = match unit {
+            Unit::Pages => (self.count_abs, 1.0),
+            Unit::Bytes => (self.count_abs * 4096.0, 4096.0),
+            Unit::Events => (0.5, 0.5),
+        };
+        (self.count_rel * k.abs())
+            .max(floor.min(FLOOR_SHARE * k.abs()))
+            .max(resolution)
+    }
+
+    /// How far a burst's size (pages) may be from the kernel's burst of `k` pages: 10 % of
+    /// that burst, at least a page. No floor of the workload's size: a burst is the event
+    /// the check is about, and a floor larger than it would pass a burst that never came.
+    pub fn burst_allowed(&self, k: f64) -> f64 {
+        (self.count_rel * k.abs()).max(1.0)
+    }
+}
+
+fn count_row_within(check: String, k: f64, s: f64, allowed: f64) -> CheckResult {
     let diff = if k != 0.0 {
         format!("{:+.1} %", (s - k) / k.abs() * 100.0)
     } else {
@@ -540,11 +568,11 @@ fn compare_events(
             sb.map(|b| b.0),
             tol,
         ));
-        out.push(count_row(
+        out.push(count_row_within(
             format!("{column} {what} {} size", i + 1),
             kb.1,
             sb.map_or(0.0, |b| b.1),
-            tol,
+            tol.burst_allowed(kb.1),
         ));
     }
     out
@@ -583,6 +611,35 @@ mod tests {
         assert!(r[0].pass, "{r:?}");
         let s = tl("time_s,c\n1,55\n2,111\n");
         assert!(!evaluate(&CheckSpec::Final { column: "c".into() }, &k, &s, &TOL)[0].pass);
+    }
+
+    #[test]
+    fn no_count_tolerance_reaches_the_count_it_checks() {
+        // A 984 MiB workload's floor: 1 % of its pages.
+        let tol = Tolerances {
+            count_abs: 2519.0,
+            ..TOL
+        };
+        for k in [16.0, 271.0, 1036.0, 4553.0, 12811.0, 1e6] {
+            for unit in [Unit::Pages, Unit::Events] {
+                let allowed = tol.count_allowed(k, unit);
+                assert!(allowed <= 0.25 * k, "{k} {unit:?}: ±{allowed}");
+                assert!(allowed >= 0.1 * k, "{k} {unit:?}: ±{allowed}");
+            }
+            assert!(tol.count_allowed(k * 4096.0, Unit::Bytes) <= 0.25 * k * 4096.0);
+            assert_eq!(tol.burst_allowed(k), (0.1 * k).max(1.0));
+        }
+        assert_eq!(tol.count_allowed(100_000.0, Unit::Pages), 10_000.0);
+        assert_eq!(
+            tol.count_allowed(0.0, Unit::Pages),
+            1.0,
+            "a page of resolution"
+        );
+        assert_eq!(tol.count_allowed(0.0, Unit::Bytes), 4096.0);
+        assert_eq!(tol.count_allowed(0.0, Unit::Events), 0.5);
+        // The kernel's burst of 1 036 pages against the simulator's 16 fails.
+        let row = count_row_within("b".into(), 1036.0, 16.0, tol.burst_allowed(1036.0));
+        assert!(!row.pass, "{row:?}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The simulator against the committed kernel recordings (`validation/`), as a ratchet: every
 //! check that passes in `validation/baseline.json` must still pass. A model change that
 //! makes more checks pass updates the baseline (`TIERMEM_UPDATE_BASELINE=1 cargo test
-//! --release -p tiermem-lab --test validation`); one that breaks a passing check fails here.
+//! --release -p tiermem-lab --test it validation`); one that breaks a passing check fails here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
